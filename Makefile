@@ -1,0 +1,36 @@
+# linerate — see README.md. `make demo` runs the main job, `make test` the tests.
+GO      ?= go
+BIN     := bin/linerate
+PKG     := ./cmd/linerate
+# Static binaries: the same file runs on any lab host of its architecture.
+STATIC  := CGO_ENABLED=0
+export GOFLAGS := -buildvcs=auto
+
+.PHONY: build test bench dist demo setup clean
+
+build:
+	$(STATIC) $(GO) build -o $(BIN) $(PKG)
+
+# setup installs what the tests need (Debian packages); it is quick when
+# everything is already there.
+setup:
+	bash .ci/setup
+
+test: setup
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 80m ./...
+
+# bench prints ratios measured side by side in one run (linerate vs the peer
+# benchmark on the same server, linerate vs iperf3 on loopback).
+bench: setup build
+	$(GO) test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./lab/labbench/
+
+dist:
+	$(STATIC) GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o dist/linerate-linux-amd64 $(PKG)
+	$(STATIC) GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o dist/linerate-linux-arm64 $(PKG)
+
+demo: setup build
+	bash .ci/demo
+
+clean:
+	rm -rf bin dist

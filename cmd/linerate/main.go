@@ -1,0 +1,61 @@
+// Command linerate measures how fast Valkey- and Redis-compatible servers move
+// large objects. This file only dispatches to subcommands; each subcommand's
+// file parses its flags and calls the packages that do the work.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. run returns the process exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string) int
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "linerate measures how fast Valkey/Redis servers move large values (1-64 MB).\n\n")
+	fmt.Fprintf(os.Stderr, "Usage: linerate <command> [flags]   (linerate <command> --help for its flags)\n\nCommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "--help" || os.Args[1] == "-help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	c, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "linerate: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	// The first Ctrl-C cancels the context so work stops cleanly and records
+	// are written; a second one kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(c.run(ctx, os.Args[2:]))
+}

@@ -1,0 +1,66 @@
+package lab
+
+import (
+	"strconv"
+
+	"github.com/spf13/pflag"
+)
+
+// BindFlags registers the bench flags on fs, writing into w. The names and
+// shorthands match the reference study's client so its command lines run
+// unchanged; note that -h is the host, as there, and help is --help.
+func BindFlags(fs *pflag.FlagSet, w *Workload) {
+	fs.StringVarP(&w.Host, "host", "h", "127.0.0.1", "server address")
+	fs.IntVarP(&w.Port, "port", "p", DefaultPort, "server port")
+	fs.StringVarP(&w.Password, "password", "a", "", "AUTH password (with --user: ACL user's password)")
+	fs.StringVar(&w.User, "user", "", "ACL user name for AUTH")
+	fs.IntVarP(&w.Connections, "connections", "c", DefaultConnections, "connections in total, spread round-robin over the worker threads")
+	fs.IntVarP(&w.Pipeline, "pipeline", "P", DefaultPipeline, "requests in flight per connection")
+	fs.IntVarP(&w.Threads, "threads", "t", 0, "worker OS threads (default: one per CPU in --cpu-list, else one per CPU, at most -c)")
+	fs.VarP(&w.CPUList, "cpu-list", "", "pin worker i to cpu[i mod n]: "+CPUListForms+"; refused if a CPU is not available")
+	fs.IntVarP(&w.Keyspace, "keyspace", "n", DefaultKeyspace, "number of distinct keys")
+	fs.IntVar(&w.KeySize, "key-size", DefaultKeySize, "key length in bytes (\"key:\" and a zero-padded number)")
+	w.ValueSz = DefaultValueSize
+	fs.VarP(&w.ValueSz, "value-size", "s", "value size: "+SizeForms)
+	w.Ratio = Ratio{Gets: 100}
+	fs.VarP(&w.Ratio, "ratio", "r", "operation mix: "+RatioForms)
+	w.KeyDist = KeyDist{Kind: KeyUniform}
+	fs.Var(&w.KeyDist, "key-dist", "key distribution: "+KeyDistForms)
+	fs.BoolVar(&w.Prefill, "prefill", false, "write every key once before the run and check DBSIZE (GET runs need it for a 100% hit rate)")
+	fs.Var(&w.Warmup, "warmup", "load before measuring, not recorded (e.g. 5s)")
+	w.Duration = Duration(DefaultDuration)
+	fs.VarP(&w.Duration, "duration", "d", "measured window")
+	w.RequestTimeout = Duration(DefaultRequestTimeout)
+	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
+	w.Verify = VerifyHeader
+	fs.Var(&w.Verify, "verify", "GET reply check: none (length only), header (length, value header and trailer of every reply), full (every byte)")
+	fs.Uint64Var(&w.Seed, "seed", 1, "seed for key choice and operation mix")
+	fs.StringVar(&w.Engine, "engine", EngineRaw, "raw (the measuring engine) or valkey-go (a general client, to cross-check the raw engine)")
+}
+
+// Args renders a resolved workload as bench flags, the inverse of BindFlags.
+// The password is left out: callers pass it through the environment.
+func (w Workload) Args() []string {
+	a := []string{
+		"-h", w.Host, "-p", strconv.Itoa(w.Port),
+		"-c", strconv.Itoa(w.Connections), "-P", strconv.Itoa(w.Pipeline),
+		"-t", strconv.Itoa(w.Threads),
+		"-n", strconv.Itoa(w.Keyspace), "--key-size", strconv.Itoa(w.KeySize),
+		"-s", strconv.FormatInt(int64(w.ValueSz), 10), "-r", w.Ratio.String(),
+		"--key-dist", w.KeyDist.String(),
+		"--warmup", w.Warmup.String(), "-d", w.Duration.String(),
+		"--request-timeout", w.RequestTimeout.String(),
+		"--verify", string(w.Verify), "--seed", strconv.FormatUint(w.Seed, 10),
+		"--engine", w.Engine,
+	}
+	if w.User != "" {
+		a = append(a, "--user", w.User)
+	}
+	if len(w.CPUList) > 0 {
+		a = append(a, "--cpu-list", w.CPUList.String())
+	}
+	if w.Prefill {
+		a = append(a, "--prefill")
+	}
+	return a
+}

@@ -1,0 +1,194 @@
+package lab
+
+import "time"
+
+// SchemaVersion names the layout of Result; docs/result-schema.md describes it.
+// Bump it on any change a reader must know about.
+const SchemaVersion = "linerate.bench/v1"
+
+// Result is the record of one bench run. Optional parts are pointers or
+// omitted maps: absent means "not measured", never zero.
+type Result struct {
+	Schema   string      `json:"schema"`
+	RunID    string      `json:"run_id"`
+	Linerate BuildInfo   `json:"linerate"`
+	Started  time.Time   `json:"started"`
+	Ended    time.Time   `json:"ended"`
+	Given    []string    `json:"workload_given"` // the command line as typed
+	Workload Workload    `json:"workload"`       // as resolved and run
+	Server   *ServerInfo `json:"server,omitempty"`
+
+	// Window is the measured window as it really ran: it can end early.
+	Window Window `json:"window"`
+
+	// Ops holds the measured window's figures per operation in the mix.
+	Ops map[Op]*OpResult `json:"ops"`
+	// Phases counts every request of the run, all phases, for cross-checks
+	// against server counters.
+	Phases map[Phase]*PhaseTotals `json:"phases"`
+
+	Errors map[ErrorKind]uint64 `json:"errors"` // measured window and drain
+	Client ClientUsage          `json:"client"`
+	Stop   Stop                 `json:"stop"`
+	Notes  []string             `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
+}
+
+// BuildInfo identifies the binary that measured.
+type BuildInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	Host      string `json:"hostname,omitempty"`
+}
+
+// ServerInfo is what the server said about itself (INFO, CONFIG GET).
+type ServerInfo struct {
+	Name    string            `json:"name"` // valkey or redis, from INFO server
+	Version string            `json:"version"`
+	Info    map[string]string `json:"info"`   // selected INFO server/memory fields
+	Config  map[string]string `json:"config"` // CONFIG GET values that shape the load
+	// DBSizeAfterPrefill is present only when --prefill ran.
+	DBSizeAfterPrefill *int64 `json:"dbsize_after_prefill,omitempty"`
+}
+
+// Window is the measured window as requested and as it ran.
+type Window struct {
+	Warmup    Duration `json:"warmup"`
+	Requested Duration `json:"requested"`
+	Measured  Duration `json:"measured"`
+}
+
+// Phase names a part of the run.
+type Phase string
+
+const (
+	PhasePrefill Phase = "prefill"
+	PhaseWarmup  Phase = "warmup"
+	PhaseMeasure Phase = "measure"
+	PhaseDrain   Phase = "drain" // replies to requests sent in the window, after it closed
+)
+
+// PhaseTotals counts completed requests and wire bytes of one phase.
+type PhaseTotals struct {
+	Ops       map[Op]uint64 `json:"ops"`
+	WireSent  uint64        `json:"wire_bytes_sent"`
+	WireRecvd uint64        `json:"wire_bytes_received"`
+}
+
+// OpResult is one operation's figures over the measured window. Only
+// requests completed inside the window count; bytes are counted once, when
+// the request they belong to completes.
+type OpResult struct {
+	Ops          uint64  `json:"ops"`
+	OpsPerSec    float64 `json:"ops_per_sec"`
+	PayloadBytes uint64  `json:"payload_bytes"` // value bytes delivered (GET) or stored (SET)
+	Gbps         float64 `json:"gbps"`          // payload bits per second / 1e9
+	WireSent     uint64  `json:"wire_bytes_sent"`
+	WireRecvd    uint64  `json:"wire_bytes_received"`
+	// Latency is first byte sent to last byte received, in microseconds.
+	Latency LatencySummary `json:"latency_us"`
+	// TTFB is first byte sent to first reply byte received; GET only.
+	TTFB   *LatencySummary     `json:"ttfb_us,omitempty"`
+	Misses uint64              `json:"misses"` // nil replies for keys never written
+	Verify VerifyCounts        `json:"verify"`
+	Series []SecondSample      `json:"series"`
+	Errors map[ErrorKind]uint64 `json:"errors,omitempty"`
+}
+
+// LatencySummary is read from an HDR histogram. Values are microseconds.
+type LatencySummary struct {
+	Count   int64   `json:"count"`
+	P50     float64 `json:"p50"`
+	P90     float64 `json:"p90"`
+	P99     float64 `json:"p99"`
+	P999    float64 `json:"p99_9"`
+	Max     float64 `json:"max"`
+	Mean    float64 `json:"mean"`
+	SigFigs int     `json:"significant_figures"`
+	// Histogram is the HDR V2 compressed encoding (base64), mergeable across
+	// runs with Histogram.Merge after decoding.
+	Histogram string `json:"histogram"`
+}
+
+// VerifyCounts says how many replies were checked and how many failed.
+type VerifyCounts struct {
+	Mode    Verify `json:"mode"`
+	Checked uint64 `json:"checked"`
+	Failed  uint64 `json:"failed"`
+}
+
+// SecondSample is one second of the measured window.
+type SecondSample struct {
+	Second       int     `json:"second"`
+	Ops          uint64  `json:"ops"`
+	PayloadBytes uint64  `json:"payload_bytes"`
+	Gbps         float64 `json:"gbps"`
+	Errors       uint64  `json:"errors"`
+}
+
+// ErrorKind classifies a failed request. Failed requests never count as
+// throughput.
+type ErrorKind string
+
+const (
+	ErrWrongLength ErrorKind = "wrong_length"  // bulk length differs from the value size
+	ErrBadContent  ErrorKind = "bad_content"   // header, trailer or body did not match
+	ErrNilPrefill  ErrorKind = "nil_after_prefill"
+	ErrServer      ErrorKind = "server_error" // -ERR and friends
+	ErrProtocol    ErrorKind = "protocol"     // a reply that is not RESP we expect
+	ErrTimeout     ErrorKind = "timeout"
+	ErrConnReset   ErrorKind = "connection"   // reset, EOF, refused on reconnect
+)
+
+// ClientUsage is the client's own cost: if it ran out of CPU or faulted in
+// memory per request, the run measured the client, not the server.
+type ClientUsage struct {
+	ProcessUserSec   float64        `json:"process_user_sec"`
+	ProcessSysSec    float64        `json:"process_sys_sec"`
+	MinorFaults      int64          `json:"minor_faults"`
+	MinorFaultsPerOp float64        `json:"minor_faults_per_op"`
+	CPUSecPerGB      float64        `json:"cpu_sec_per_gb"`
+	Workers          []WorkerUsage  `json:"workers"`
+	MaxWorkerBusy    float64        `json:"max_worker_busy"` // fraction of one CPU, busiest worker
+}
+
+// WorkerUsage is one worker thread's CPU over the measured window.
+type WorkerUsage struct {
+	Worker      int     `json:"worker"`
+	CPU         *int    `json:"cpu,omitempty"` // pinned CPU; absent when not pinned
+	Connections int     `json:"connections"`
+	UserSec     float64 `json:"user_sec"`
+	SysSec      float64 `json:"sys_sec"`
+	Busy        float64 `json:"busy"` // (user+sys)/window
+	MinorFaults int64   `json:"minor_faults"`
+}
+
+// Stop says how the run ended.
+type Stop struct {
+	Reason   StopReason `json:"reason"`
+	Error    string     `json:"error,omitempty"`
+	ExitCode int        `json:"exit_code"`
+}
+
+// StopReason is why a run ended.
+type StopReason string
+
+const (
+	StopCompleted   StopReason = "completed"
+	StopInterrupted StopReason = "interrupted"   // Ctrl-C or context cancelled
+	StopServerLost  StopReason = "server_lost"   // every connection failed and could not reconnect
+	StopSetupFailed StopReason = "setup_failed"  // connect, auth, prefill
+	StopErrors      StopReason = "completed_with_errors"
+)
+
+// Exit codes, documented in the README.
+const (
+	ExitOK          = 0
+	ExitErrors      = 1 // completed, but some requests failed (verify, server errors, timeouts)
+	ExitUsage       = 2
+	ExitSetupFailed = 3
+	ExitServerLost  = 4
+	ExitInterrupted = 130
+)

@@ -1,0 +1,205 @@
+package lab
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Size is a byte count that parses both unit families: "8MiB" is 8388608,
+// "8MB" is 8000000. Bare numbers are bytes.
+type Size int64
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	// Longest suffixes first so "KiB" is not read as "B".
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+	{"B", 1},
+}
+
+// SizeForms is the help text listing what ParseSize accepts.
+const SizeForms = "bytes (1048576), binary units (1KiB, 8MiB, 1GiB) or decimal units (8KB, 8MB, 1GB)"
+
+// ParseSize reads a byte count in either unit family.
+func ParseSize(s string) (Size, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("empty size; use %s", SizeForms)
+	}
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if len(t) > len(u.suffix) && strings.EqualFold(t[len(t)-len(u.suffix):], u.suffix) {
+			// Case matters between "MB" and "Mb" only in spirit; bits are not a size here.
+			mult = u.mult
+			t = strings.TrimSpace(t[:len(t)-len(u.suffix)])
+			break
+		}
+	}
+	if strings.ContainsAny(t, "eE") { // refuse 1e6: say what was meant in units
+		return 0, fmt.Errorf("size %q: use %s", s, SizeForms)
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 || math.IsNaN(f) {
+		return 0, fmt.Errorf("size %q: use %s", s, SizeForms)
+	}
+	v := f * float64(mult)
+	if v > math.MaxInt64/2 || v != math.Trunc(v) {
+		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
+	}
+	return Size(v), nil
+}
+
+// String prints the size in the largest binary unit that divides it exactly,
+// else in the decimal unit, else in bytes: 8MiB, 8MB, 1000B.
+func (s Size) String() string {
+	n := int64(s)
+	switch {
+	case n == 0:
+		return "0B"
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n%1e9 == 0:
+		return fmt.Sprintf("%dGB", n/1e9)
+	case n%1e6 == 0:
+		return fmt.Sprintf("%dMB", n/1e6)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	case n%1e3 == 0:
+		return fmt.Sprintf("%dKB", n/1e3)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// Set and Type make Size a flag value.
+func (s *Size) Set(v string) error {
+	p, err := ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = p
+	return nil
+}
+
+func (s *Size) Type() string { return "size" }
+
+// MarshalText stores the resolved byte count, so records are unambiguous.
+func (s Size) MarshalJSON() ([]byte, error) { return []byte(strconv.FormatInt(int64(s), 10)), nil }
+
+// UnmarshalJSON accepts a byte count or a string with units.
+func (s *Size) UnmarshalJSON(b []byte) error {
+	str := strings.Trim(string(b), `"`)
+	return s.Set(str)
+}
+
+// Ratio is the GET:SET mix, e.g. 100:0, 0:100, 90:10.
+type Ratio struct {
+	Gets int `json:"get"`
+	Sets int `json:"set"`
+}
+
+// RatioForms is the help text for Ratio.
+const RatioForms = "GET:SET weights such as 100:0 (GET only), 0:100 (SET only) or 90:10"
+
+// ParseRatio reads "GET:SET".
+func ParseRatio(s string) (Ratio, error) {
+	g, st, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return Ratio{}, fmt.Errorf("ratio %q: use %s", s, RatioForms)
+	}
+	gi, err1 := strconv.Atoi(g)
+	si, err2 := strconv.Atoi(st)
+	if err1 != nil || err2 != nil || gi < 0 || si < 0 || gi+si == 0 {
+		return Ratio{}, fmt.Errorf("ratio %q: use %s", s, RatioForms)
+	}
+	return Ratio{Gets: gi, Sets: si}, nil
+}
+
+func (r Ratio) String() string { return fmt.Sprintf("%d:%d", r.Gets, r.Sets) }
+
+func (r *Ratio) Set(v string) error {
+	p, err := ParseRatio(v)
+	if err != nil {
+		return err
+	}
+	*r = p
+	return nil
+}
+
+func (r *Ratio) Type() string { return "GET:SET" }
+
+// CPUList is a Linux cpu list such as "4-19" or "0,2,4-7".
+type CPUList []int
+
+// CPUListForms is the help text for CPUList.
+const CPUListForms = "a Linux CPU list such as 4-19 or 0,2,4-7"
+
+// ParseCPUList reads a Linux cpu list. Duplicates are refused: a worker
+// mapping that silently doubles up on a core would skew every figure.
+func ParseCPUList(s string) (CPUList, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var out CPUList
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number; use %s", s, part, CPUListForms)
+		}
+		b := a
+		if isRange {
+			b, err = strconv.Atoi(strings.TrimSpace(hi))
+			if err != nil || b < a {
+				return nil, fmt.Errorf("cpu list %q: bad range %q; use %s", s, part, CPUListForms)
+			}
+		}
+		for c := a; c <= b; c++ {
+			if seen[c] {
+				return nil, fmt.Errorf("cpu list %q names CPU %d twice", s, c)
+			}
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// String prints the list compactly, folding runs into ranges.
+func (l CPUList) String() string {
+	var b strings.Builder
+	for i := 0; i < len(l); {
+		j := i
+		for j+1 < len(l) && l[j+1] == l[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", l[i], l[j])
+		} else {
+			fmt.Fprintf(&b, "%d", l[i])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+func (l *CPUList) Set(v string) error {
+	p, err := ParseCPUList(v)
+	if err != nil {
+		return err
+	}
+	*l = p
+	return nil
+}
+
+func (l *CPUList) Type() string { return "cpus" }

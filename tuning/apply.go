@@ -1,0 +1,286 @@
+package tuning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Apply tunes the host to the profile: it takes a snapshot of everything it
+// will touch, makes the changes (irqbalance off first, so it cannot move
+// IRQs while they are pinned; queue counts next, since a queue change can
+// recreate IRQs; then IRQ affinities, sysctls, and irqbalance's config if it
+// is to run), then verifies. If the kernel refuses a change, or verify finds
+// drift, apply restores the snapshot and returns the error; the snapshot is
+// returned either way so the caller can store it.
+func Apply(ctx context.Context, h Host, p Profile) (Snapshot, Report, error) {
+	pl, err := MakePlan(ctx, h, p)
+	if err != nil {
+		return Snapshot{}, Report{}, err
+	}
+	snap := Snapshot{Version: SnapshotVersion, Taken: time.Now().UTC(), Profile: p, State: pl.Current}
+	fail := func(err error) (Snapshot, Report, error) {
+		if rerr := Revert(context.WithoutCancel(ctx), h, snap); rerr != nil {
+			return snap, Report{}, fmt.Errorf("apply: %w; rollback incomplete: %v", err, rerr)
+		}
+		return snap, Report{}, fmt.Errorf("apply: %w (rolled back to the snapshot)", err)
+	}
+	d := pl.Desired
+	cur := pl.Current
+
+	if ib := cur.Irqbalance; ib != nil && ib.Present && ib.Active && d.Irqbalance == IrqbalanceStopped {
+		if err := h.Services.Stop(ctx, IrqbalanceUnit); err != nil {
+			return fail(err)
+		}
+	}
+	if d.Queues != nil && cur.Queues != nil && !queuesMatch(*cur.Queues, *d.Queues) {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := h.Channels.SetChannels(ctx, d.NIC, *d.Queues); err != nil {
+			return fail(err)
+		}
+		// Drivers may free and request IRQs again on a queue change:
+		// decide the pins from the NIC as it is now.
+		facts, err := ReadFacts(ctx, h, p)
+		if err != nil {
+			return fail(err)
+		}
+		if d, err = Resolve(p, facts); err != nil {
+			return fail(err)
+		}
+		for _, pin := range d.IRQs {
+			if !slices.ContainsFunc(snap.State.IRQs, func(a IRQAffinity) bool { return a.IRQ == pin.IRQ }) {
+				cpus, err := readAffinity(h.FS, pin.IRQ)
+				if err != nil {
+					return fail(err)
+				}
+				snap.State.IRQs = append(snap.State.IRQs, IRQAffinity{IRQ: pin.IRQ, Name: pin.Name, CPUs: cpus})
+			}
+		}
+	}
+	have := map[int]CPUSet{}
+	for _, a := range snap.State.IRQs {
+		have[a.IRQ] = a.CPUs
+	}
+	for _, pin := range d.IRQs {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if have[pin.IRQ].Equal(pin.CPUs) {
+			continue
+		}
+		if err := writeValue(h.FS, affinityPath(pin.IRQ), pin.CPUs.String()); err != nil {
+			return fail(fmt.Errorf("pin IRQ %d (%s) to CPUs %s: %w", pin.IRQ, pin.Name, pin.CPUs, err))
+		}
+	}
+	for _, s := range d.Sysctls {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := writeValue(h.FS, sysctlPath(s.Name), s.Value); err != nil {
+			return fail(fmt.Errorf("set sysctl %s: %w", s.Name, err))
+		}
+	}
+	if ib := cur.Irqbalance; ib != nil && d.Irqbalance == IrqbalanceRunning {
+		old := ""
+		if ib.Config != nil {
+			old = *ib.Config
+		}
+		want := irqbalanceConfig(old, d.IrqbalanceBanned, d.IrqbalanceBanIRQs)
+		if want != old {
+			if err := h.FS.WriteFile(ib.ConfigPath, []byte(want)); err != nil {
+				return fail(&RefusedError{Path: ib.ConfigPath, Value: configSummary(want), Err: err})
+			}
+		}
+		switch {
+		case !ib.Active:
+			err = h.Services.Start(ctx, IrqbalanceUnit)
+		case want != old:
+			err = h.Services.Restart(ctx, IrqbalanceUnit)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+
+	rep, err := Verify(ctx, h, p)
+	if err != nil {
+		return fail(fmt.Errorf("verify after apply: %w", err))
+	}
+	if !rep.OK {
+		return fail(fmt.Errorf("verify after apply: %d drifts, first: %s", len(rep.Drifts), rep.Drifts[0]))
+	}
+	return snap, rep, nil
+}
+
+// Revert restores a snapshot, writing only what differs from it now: sysctls,
+// queue counts (before affinities, since a queue change can reset them), IRQ
+// affinities, irqbalance's config file, and whether irqbalance runs. It goes
+// on past failures and returns them all.
+func Revert(ctx context.Context, h Host, snap Snapshot) error {
+	if snap.Version != SnapshotVersion {
+		return fmt.Errorf("revert: snapshot version %d, this linerate reads version %d", snap.Version, SnapshotVersion)
+	}
+	want := snap.State
+	var errs []error
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	var ibNow IrqbalanceState
+	if want.Irqbalance != nil {
+		var err error
+		if ibNow, err = readIrqbalance(ctx, h); err != nil {
+			note(err)
+		} else if ibNow.Present && ibNow.Active && !want.Irqbalance.Active {
+			note(h.Services.Stop(ctx, IrqbalanceUnit))
+		}
+	}
+	for _, s := range want.Sysctls {
+		if got, err := readSysctl(h.FS, s.Name); err == nil && got == s.Value {
+			continue
+		}
+		if err := writeValue(h.FS, sysctlPath(s.Name), s.Value); err != nil {
+			note(fmt.Errorf("restore sysctl %s: %w", s.Name, err))
+		}
+	}
+	if want.Queues != nil {
+		ch, err := h.Channels.Channels(ctx, want.NIC)
+		switch {
+		case err != nil:
+			note(fmt.Errorf("restore queue counts: %w", err))
+		case ch.Counts() != *want.Queues:
+			note(h.Channels.SetChannels(ctx, want.NIC, *want.Queues))
+		}
+	}
+	for _, a := range want.IRQs {
+		if ctx.Err() != nil {
+			note(ctx.Err())
+			break
+		}
+		if got, err := readAffinity(h.FS, a.IRQ); err == nil && got.Equal(a.CPUs) {
+			continue
+		}
+		if err := writeValue(h.FS, affinityPath(a.IRQ), a.CPUs.String()); err != nil {
+			note(fmt.Errorf("restore IRQ %d (%s) to CPUs %s: %w", a.IRQ, a.Name, a.CPUs, err))
+		}
+	}
+	if ib := want.Irqbalance; ib != nil && ib.Present {
+		configChanged := false
+		cur, err := h.FS.ReadFile(ib.ConfigPath)
+		switch {
+		case ib.Config == nil && err == nil:
+			configChanged = true
+			if err := h.FS.Remove(ib.ConfigPath); err != nil {
+				note(fmt.Errorf("restore %s (remove it): %w", ib.ConfigPath, err))
+			}
+		case ib.Config != nil && (err != nil || string(cur) != *ib.Config):
+			configChanged = true
+			if err := h.FS.WriteFile(ib.ConfigPath, []byte(*ib.Config)); err != nil {
+				note(&RefusedError{Path: ib.ConfigPath, Value: configSummary(*ib.Config), Err: err})
+			}
+		}
+		if ib.Active {
+			now, err := h.Services.Status(ctx, IrqbalanceUnit)
+			switch {
+			case err != nil:
+				note(err)
+			case !now.Active:
+				note(h.Services.Start(ctx, IrqbalanceUnit))
+			case configChanged:
+				note(h.Services.Restart(ctx, IrqbalanceUnit))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("revert: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// CaptureLike reads the host's current state over exactly what a snapshot
+// covers, so a caller can compare the two field for field.
+func CaptureLike(ctx context.Context, h Host, snap Snapshot) (State, error) {
+	return capture(ctx, h, scopeOf(snap.State))
+}
+
+// Drift is one way the host differs from the profile.
+type Drift struct {
+	What   string `json:"what"` // irqbalance, irqbalance-config, queues, irq, sysctl
+	Object string `json:"object"`
+	Path   string `json:"path,omitempty"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+}
+
+func (d Drift) String() string {
+	where := d.Object
+	if d.Path != "" {
+		where += " (" + d.Path + ")"
+	}
+	return fmt.Sprintf("%s %s: want %s, got %s", d.What, where, d.Want, d.Got)
+}
+
+// Report is verify's answer, a plain record the sweeps runner stores with
+// each cell.
+type Report struct {
+	Checked    time.Time `json:"checked"`
+	NIC        string    `json:"nic"`
+	OK         bool      `json:"ok"`
+	Drifts     []Drift   `json:"drifts"`
+	IRQCPUs    CPUSet    `json:"irq_cpus"`
+	ServerCPUs CPUSet    `json:"server_cpus"`
+	ClientCPUs CPUSet    `json:"client_cpus"`
+	Notes      []string  `json:"notes,omitempty"`
+}
+
+// Verify compares the host with the profile and lists every drift: an IRQ
+// moved (after an ENA device reset they can pile onto one core), irqbalance
+// running again, a queue count changed, a sysctl reset. The error is for a
+// host that cannot be read, not for drift.
+func Verify(ctx context.Context, h Host, p Profile) (Report, error) {
+	rep := Report{Checked: time.Now().UTC(), Drifts: []Drift{}}
+	facts, err := ReadFacts(ctx, h, p)
+	if err != nil {
+		return rep, err
+	}
+	d, err := Resolve(p, facts)
+	if err != nil {
+		return rep, err
+	}
+	rep.NIC, rep.IRQCPUs, rep.ServerCPUs, rep.ClientCPUs, rep.Notes = d.NIC, d.IRQCPUs, d.ServerCPUs, d.ClientCPUs, d.Notes
+	cur, err := capture(ctx, h, scopeFor(facts, d))
+	if err != nil {
+		return rep, err
+	}
+	for _, c := range diff(cur, d) {
+		rep.Drifts = append(rep.Drifts, Drift{What: c.What, Object: c.Object, Path: c.Path, Want: c.To, Got: c.From})
+	}
+	rep.OK = len(rep.Drifts) == 0
+	return rep, nil
+}
+
+// WriteText renders the report for a person.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	if r.OK {
+		fmt.Fprintf(&b, "ok: %s matches the profile (IRQ CPUs %s, server %s, client %s)\n", r.NIC, orNone(r.IRQCPUs), orNone(r.ServerCPUs), orNone(r.ClientCPUs))
+	} else {
+		fmt.Fprintf(&b, "drift: %d difference(s) from the profile on %s\n", len(r.Drifts), r.NIC)
+		for _, d := range r.Drifts {
+			fmt.Fprintf(&b, "  %s\n", d)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

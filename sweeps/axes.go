@@ -1,0 +1,243 @@
+package sweeps
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// Axis is one workload field of a campaign with the values it takes. A field
+// given as a single value is an axis of one value: it does not vary and so
+// does not appear in cell IDs.
+type Axis struct {
+	Name   string `json:"name"` // the bench flag's long name, e.g. value-size
+	Values []any  `json:"-"`
+	Line   int    `json:"-"`
+}
+
+// MarshalJSON renders values as the flags would take them.
+func (a Axis) MarshalJSON() ([]byte, error) {
+	def := axisByName[a.Name]
+	vals := make([]string, len(a.Values))
+	for i, v := range a.Values {
+		vals[i] = def.format(v)
+	}
+	return json.Marshal(struct {
+		Name   string   `json:"name"`
+		Values []string `json:"values"`
+	}{a.Name, vals})
+}
+
+// Prefill is the prefill setting of a cell: auto prefills cells that GET.
+type Prefill string
+
+const (
+	PrefillAuto Prefill = "auto"
+	PrefillYes  Prefill = "true"
+	PrefillNo   Prefill = "false"
+)
+
+// axisDef knows how to read, apply and name one workload field.
+type axisDef struct {
+	name    string
+	parse   func(n *yaml.Node) (any, error) // n is a scalar
+	apply   func(w *lab.Workload, v any)
+	format  func(v any) string
+	segment func(v any) string // in cell IDs when the axis varies
+}
+
+// axisDefs in cell-ID order after version, op and size. ratio and
+// value-size are named by the op and size segments, always present.
+var axisDefs = []axisDef{
+	{name: "ratio",
+		parse: func(n *yaml.Node) (any, error) {
+			switch strings.ToUpper(n.Value) {
+			case "GET":
+				return lab.Ratio{Gets: 100}, nil
+			case "SET":
+				return lab.Ratio{Sets: 100}, nil
+			}
+			return lab.ParseRatio(n.Value)
+		},
+		apply:   func(w *lab.Workload, v any) { w.Ratio = v.(lab.Ratio) },
+		format:  func(v any) string { return v.(lab.Ratio).String() },
+		segment: func(v any) string { return opSegment(v.(lab.Ratio)) }},
+	{name: "value-size",
+		parse: func(n *yaml.Node) (any, error) {
+			s, err := lab.ParseSize(n.Value)
+			if err == nil && s < 1 {
+				err = fmt.Errorf("value size must be at least 1 byte")
+			}
+			return s, err
+		},
+		apply:   func(w *lab.Workload, v any) { w.ValueSz = v.(lab.Size) },
+		format:  func(v any) string { return v.(lab.Size).String() },
+		segment: func(v any) string { return v.(lab.Size).String() }},
+	intAxis("connections", "c", 1, 1<<20, func(w *lab.Workload, v int) { w.Connections = v }),
+	intAxis("pipeline", "P", 1, 1024, func(w *lab.Workload, v int) { w.Pipeline = v }),
+	intAxis("threads", "t", 1, 4096, func(w *lab.Workload, v int) { w.Threads = v }),
+	{name: "cpu-list",
+		parse: func(n *yaml.Node) (any, error) {
+			l, err := lab.ParseCPUList(n.Value)
+			if err == nil && len(l) == 0 {
+				err = fmt.Errorf("empty CPU list; use %s", lab.CPUListForms)
+			}
+			return l, err
+		},
+		apply:   func(w *lab.Workload, v any) { w.CPUList = v.(lab.CPUList) },
+		format:  func(v any) string { return v.(lab.CPUList).String() },
+		segment: func(v any) string { return "cpus" + v.(lab.CPUList).String() }},
+	intAxis("keyspace", "n", 1, 1<<30, func(w *lab.Workload, v int) { w.Keyspace = v }),
+	intAxis("key-size", "k", 1, 512, func(w *lab.Workload, v int) { w.KeySize = v }),
+	{name: "key-dist",
+		parse:   func(n *yaml.Node) (any, error) { return lab.ParseKeyDist(n.Value) },
+		apply:   func(w *lab.Workload, v any) { w.KeyDist = v.(lab.KeyDist) },
+		format:  func(v any) string { return v.(lab.KeyDist).String() },
+		segment: func(v any) string { return strings.ReplaceAll(v.(lab.KeyDist).String(), ":", "") }},
+	{name: "prefill",
+		parse: func(n *yaml.Node) (any, error) {
+			if n.ShortTag() == "!!bool" {
+				var b bool
+				if err := n.Decode(&b); err != nil {
+					return nil, err
+				}
+				if b {
+					return PrefillYes, nil
+				}
+				return PrefillNo, nil
+			}
+			if n.Value == string(PrefillAuto) {
+				return PrefillAuto, nil
+			}
+			return nil, fmt.Errorf("%q: use auto (prefill cells that GET), true or false", n.Value)
+		},
+		apply: func(w *lab.Workload, v any) {
+			w.Prefill = v.(Prefill) == PrefillYes || (v.(Prefill) == PrefillAuto && w.Ratio.Gets > 0)
+		},
+		format: func(v any) string { return string(v.(Prefill)) },
+		segment: func(v any) string {
+			return map[Prefill]string{PrefillAuto: "prefill-auto", PrefillYes: "prefill", PrefillNo: "noprefill"}[v.(Prefill)]
+		}},
+	durAxis("warmup", "w", true, func(w *lab.Workload, v lab.Duration) { w.Warmup = v }),
+	durAxis("duration", "d", false, func(w *lab.Workload, v lab.Duration) { w.Duration = v }),
+	durAxis("request-timeout", "to", false, func(w *lab.Workload, v lab.Duration) { w.RequestTimeout = v }),
+	{name: "verify",
+		parse: func(n *yaml.Node) (any, error) {
+			var v lab.Verify
+			err := v.Set(n.Value)
+			return v, err
+		},
+		apply:   func(w *lab.Workload, v any) { w.Verify = v.(lab.Verify) },
+		format:  func(v any) string { return string(v.(lab.Verify)) },
+		segment: func(v any) string { return "verify-" + string(v.(lab.Verify)) }},
+	{name: "engine",
+		parse: func(n *yaml.Node) (any, error) {
+			if n.Value != lab.EngineRaw && n.Value != lab.EngineValkeyGo {
+				return nil, fmt.Errorf("%q: use raw or valkey-go", n.Value)
+			}
+			return n.Value, nil
+		},
+		apply:   func(w *lab.Workload, v any) { w.Engine = v.(string) },
+		format:  func(v any) string { return v.(string) },
+		segment: func(v any) string { return v.(string) }},
+}
+
+var axisByName = func() map[string]axisDef {
+	m := map[string]axisDef{}
+	for _, a := range axisDefs {
+		m[a.name] = a
+	}
+	return m
+}()
+
+func intAxis(name, prefix string, lo, hi int, set func(*lab.Workload, int)) axisDef {
+	return axisDef{name: name,
+		parse: func(n *yaml.Node) (any, error) {
+			if n.ShortTag() != "!!int" {
+				return nil, fmt.Errorf("want a whole number, got %s %q", kindName(n), n.Value)
+			}
+			v, err := strconv.Atoi(n.Value)
+			if err != nil || v < lo || v > hi {
+				return nil, fmt.Errorf("%s is outside %d-%d", n.Value, lo, hi)
+			}
+			return v, nil
+		},
+		apply:   func(w *lab.Workload, v any) { set(w, v.(int)) },
+		format:  func(v any) string { return strconv.Itoa(v.(int)) },
+		segment: func(v any) string { return prefix + strconv.Itoa(v.(int)) },
+	}
+}
+
+func durAxis(name, prefix string, zeroOK bool, set func(*lab.Workload, lab.Duration)) axisDef {
+	return axisDef{name: name,
+		parse: func(n *yaml.Node) (any, error) {
+			var d lab.Duration
+			if n.ShortTag() != "!!str" {
+				return nil, fmt.Errorf("want a duration such as 5s, got %s %q", kindName(n), n.Value)
+			}
+			if err := d.Set(n.Value); err != nil {
+				return nil, err
+			}
+			if d < 0 || (d == 0 && !zeroOK) {
+				return nil, fmt.Errorf("%s must be positive", n.Value)
+			}
+			return d, nil
+		},
+		apply:   func(w *lab.Workload, v any) { set(w, v.(lab.Duration)) },
+		format:  func(v any) string { return v.(lab.Duration).String() },
+		segment: func(v any) string { return prefix + v.(lab.Duration).String() },
+	}
+}
+
+// opSegment names a ratio: GET, SET, or mixGETS-SETS.
+func opSegment(r lab.Ratio) string {
+	switch {
+	case r.Sets == 0:
+		return string(lab.OpGet)
+	case r.Gets == 0:
+		return string(lab.OpSet)
+	}
+	return fmt.Sprintf("mix%d-%d", r.Gets, r.Sets)
+}
+
+// workload decodes the workload block into axes, in axisDefs order.
+func (d *decoder) workload(n *yaml.Node, path string, lines map[string]int) []Axis {
+	got := map[string]*Axis{}
+	fields := map[string]fieldFunc{}
+	for _, def := range axisDefs {
+		def := def
+		fields[def.name] = func(n *yaml.Node, p string) {
+			a := &Axis{Name: def.name, Line: deref(n).Line}
+			lines[p] = a.Line
+			seen := map[string]int{}
+			d.list(n, p, func(el *yaml.Node, ep string) {
+				v, err := def.parse(el)
+				if err != nil {
+					d.fail(el, ep, "%v", err)
+					return
+				}
+				key := def.format(v)
+				if prev, dup := seen[key]; dup {
+					d.fail(el, ep, "%s is listed twice (also line %d)", key, prev)
+					return
+				}
+				seen[key] = el.Line
+				a.Values = append(a.Values, v)
+			})
+			got[def.name] = a
+		}
+	}
+	d.mapping(n, path, fields)
+	var axes []Axis
+	for _, def := range axisDefs {
+		if a, ok := got[def.name]; ok && len(a.Values) > 0 {
+			axes = append(axes, *a)
+		}
+	}
+	return axes
+}

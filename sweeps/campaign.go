@@ -1,0 +1,534 @@
+// Package sweeps turns a campaign file into an ordered plan of cells, runs
+// the plan against narrow interfaces (a server starter, a bencher), stores
+// every cell atomically in a run directory that survives SIGKILL, and
+// compares runs with statistics.
+package sweeps
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// Campaign is a campaign file as read and checked. Lists in the workload
+// block are Axes: the plan is their cross product, under each version.
+type Campaign struct {
+	File        string         `json:"file"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Seed        uint64         `json:"seed"`
+	Order       Order          `json:"order"`
+	Repetitions int            `json:"repetitions"`
+	Provider    Provider       `json:"provider"`
+	Tuning      string         `json:"tuning,omitempty"` // tuning profile name, applied by the runner's caller
+	Server      ServerSettings `json:"server"`           // defaults for every version
+	Versions    []VersionSpec  `json:"versions"`
+	Axes        []Axis         `json:"workload"`
+	Estimate    EstimateParams `json:"estimate"`
+	// Source is the file as read; the run store keeps it beside the plan.
+	Source []byte `json:"-"`
+
+	lines map[string]int // field path -> line, for errors found after parsing
+}
+
+// Order is how cells are sequenced.
+type Order string
+
+const (
+	// OrderInterleave alternates version blocks A B | B A | A B … so a slow
+	// drift of the host (thermal, noisy neighbours) spreads evenly over versions.
+	OrderInterleave Order = "interleave"
+	// OrderShuffle shuffles versions per round and cells per block with the
+	// campaign seed: reproducible, and free of any periodic drift.
+	OrderShuffle Order = "shuffle"
+)
+
+// Provider says where the hosts come from. Settings are the provider's own
+// and are checked by infra; here only their presence is checked.
+type Provider struct {
+	Kind     string         `json:"kind"`
+	Settings map[string]any `json:"settings,omitempty"`
+}
+
+// Provider kinds.
+const (
+	ProviderLocal = "local"
+	ProviderNetns = "netns"
+	ProviderSSH   = "ssh"
+	ProviderAWS   = "aws"
+)
+
+// ServerSettings shape how a server version is started.
+type ServerSettings struct {
+	IOThreads int         `json:"io_threads,omitempty"` // io-threads (main thread included, as the servers count)
+	MaxMemory string      `json:"maxmemory,omitempty"`  // passed as written: the server parses units (60gb)
+	CPUs      lab.CPUList `json:"cpus,omitempty"`       // pin the server here
+	Args      []string    `json:"args,omitempty"`       // more server arguments, e.g. --save ""
+}
+
+// VersionSpec is one server version: exactly one of Store, Binary, Image.
+type VersionSpec struct {
+	// Label names the version in cell IDs until the real version is known.
+	Label   string            `json:"label"`
+	Store   string            `json:"store,omitempty"`   // store selector, e.g. valkey@9.1
+	Runtime string            `json:"runtime,omitempty"` // store runtime suite, e.g. sid
+	Binary  string            `json:"binary,omitempty"`  // a server binary path
+	Image   string            `json:"image,omitempty"`   // a container image
+	Env     map[string]string `json:"env,omitempty"`     // e.g. MALLOC_CONF
+	Server  ServerSettings    `json:"server"`            // campaign defaults merged with this version's own
+	Line    int               `json:"-"`
+}
+
+// Selector is how the version was asked for, for messages.
+func (v VersionSpec) Selector() string {
+	switch {
+	case v.Store != "":
+		return v.Store
+	case v.Image != "":
+		return v.Image
+	}
+	return v.Binary
+}
+
+// EstimateParams feed Plan.Estimate; the defaults depend on the provider.
+type EstimateParams struct {
+	ServerStart  lab.Duration `json:"server_start"`  // per version block
+	CellOverhead lab.Duration `json:"cell_overhead"` // flush, connect, record
+	PrefillRate  lab.Size     `json:"prefill_rate"`  // bytes per second written by prefill
+}
+
+func defaultEstimate(provider string) EstimateParams {
+	switch provider {
+	case ProviderAWS, ProviderSSH:
+		// Remote: SSH round trips per cell, containers to start.
+		return EstimateParams{ServerStart: lab.Duration(10 * time.Second), CellOverhead: lab.Duration(3 * time.Second), PrefillRate: 2 << 30}
+	}
+	// One machine: a fresh page costs ~13 µs here, so prefill writes ~300 MB/s.
+	return EstimateParams{ServerStart: lab.Duration(2 * time.Second), CellOverhead: lab.Duration(time.Second), PrefillRate: 300 << 20}
+}
+
+// Limits on campaign-level numbers; beyond them a file is surely a typo.
+const (
+	MaxRepetitions = 1000
+	MaxCells       = 100000
+)
+
+var (
+	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	selectorRE = regexp.MustCompile(`^[a-z][a-z0-9-]*@[0-9][0-9A-Za-z.+-]*$`)
+	runtimeRE  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	labelRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.@+-]{0,63}$`)
+	memoryRE   = regexp.MustCompile(`(?i)^[0-9]+(b|k|kb|m|mb|g|gb)?$`)
+	envKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// LoadCampaign reads and checks a campaign file. Every error names the file,
+// line and field; a file that loads will plan.
+func LoadCampaign(path string) (*Campaign, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read campaign: %w", err)
+	}
+	return ParseCampaign(path, b)
+}
+
+// ParseCampaign checks a campaign given as bytes; file names it in errors.
+func ParseCampaign(file string, src []byte) (*Campaign, error) {
+	d := &decoder{file: file}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, SpecErrors{{File: file, Msg: "empty campaign file"}}
+		}
+		return nil, SpecErrors{{File: file, Msg: "not YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, SpecErrors{{File: file, Line: extra.Line, Col: extra.Column, Msg: "a second YAML document; a campaign file holds one"}}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	c := &Campaign{File: file, Source: src, Seed: 1, Order: OrderInterleave, Repetitions: 1,
+		lines: map[string]int{}}
+	var estimate *yaml.Node
+	var serverNode *yaml.Node
+	var versionNodes *yaml.Node
+	var workloadNode *yaml.Node
+	seen := d.mapping(root, "", map[string]fieldFunc{
+		"name":        func(n *yaml.Node, p string) { d.str(n, p, &c.Name) },
+		"description": func(n *yaml.Node, p string) { d.str(n, p, &c.Description) },
+		"seed": func(n *yaml.Node, p string) {
+			var v int64
+			if d.integer(n, p, 0, 1<<62, &v) {
+				c.Seed = uint64(v)
+			}
+		},
+		"order": func(n *yaml.Node, p string) {
+			var s string
+			d.str(n, p, &s)
+			switch Order(s) {
+			case OrderInterleave, OrderShuffle:
+				c.Order = Order(s)
+			case "":
+			default:
+				d.fail(n, p, "%q: use interleave or shuffle", s)
+			}
+		},
+		"repetitions": func(n *yaml.Node, p string) {
+			var v int64
+			if d.integer(n, p, 1, MaxRepetitions, &v) {
+				c.Repetitions = int(v)
+			}
+		},
+		"provider": func(n *yaml.Node, p string) { c.Provider = d.provider(n, p) },
+		"tuning": func(n *yaml.Node, p string) {
+			d.str(n, p, &c.Tuning)
+			if c.Tuning != "" && !nameRE.MatchString(c.Tuning) {
+				d.fail(n, p, "%q is not a profile name (lower-case letters, digits, . _ -)", c.Tuning)
+			}
+		},
+		"server":   func(n *yaml.Node, p string) { serverNode = n },
+		"versions": func(n *yaml.Node, p string) { versionNodes = n },
+		"workload": func(n *yaml.Node, p string) { workloadNode = n },
+		"estimate": func(n *yaml.Node, p string) { estimate = n },
+	})
+	if root.Kind != yaml.MappingNode {
+		return nil, d.errs
+	}
+	for _, req := range []string{"name", "versions", "workload"} {
+		if seen[req] == nil {
+			d.fail(root, req, "missing; a campaign needs name, versions and workload")
+		}
+	}
+	if c.Name != "" && !nameRE.MatchString(c.Name) {
+		d.fail(valueOf(root, "name"), "name", "%q: use lower-case letters, digits, . _ - (it names the run directory)", c.Name)
+	}
+	if c.Provider.Kind == "" {
+		c.Provider.Kind = ProviderLocal
+	}
+	c.Estimate = defaultEstimate(c.Provider.Kind)
+	if estimate != nil {
+		d.estimate(estimate, "estimate", &c.Estimate)
+	}
+	if serverNode != nil {
+		d.serverSettings(serverNode, "server", &c.Server, nil)
+	}
+	if versionNodes != nil {
+		c.Versions = d.versions(versionNodes, "versions", c.Server)
+	}
+	if workloadNode != nil {
+		c.lines["workload"] = deref(workloadNode).Line
+		c.Axes = d.workload(workloadNode, "workload", c.lines)
+	}
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	// Combinations are checked by expanding: an impossible cell (threads
+	// above connections, a value too small to verify) fails here, before
+	// anything starts, and names the line of the field involved.
+	if _, err := c.cellsOf(nil); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func valueOf(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return m
+}
+
+func (d *decoder) provider(n *yaml.Node, path string) Provider {
+	n = deref(n)
+	p := Provider{}
+	if n.Kind == yaml.ScalarNode { // provider: local
+		d.str(n, path, &p.Kind)
+	} else if n.Kind == yaml.MappingNode {
+		p.Settings = map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "kind" {
+				d.str(v, path+".kind", &p.Kind)
+				continue
+			}
+			if _, dup := p.Settings[k.Value]; dup {
+				d.fail(k, join(path, k.Value), "given twice")
+				continue
+			}
+			p.Settings[k.Value] = plain(v)
+		}
+		if p.Kind == "" {
+			d.fail(n, path+".kind", "missing; use local, netns, ssh or aws")
+			return p
+		}
+	} else {
+		d.fail(n, path, "want a provider kind or a mapping with kind, got %s", kindName(n))
+		return p
+	}
+	need := map[string][]string{
+		ProviderLocal: nil, ProviderNetns: nil,
+		ProviderSSH: {"server", "client"}, ProviderAWS: {"instance-type"},
+	}
+	req, ok := need[p.Kind]
+	if !ok {
+		d.fail(n, path+".kind", "%q: use local, netns, ssh or aws", p.Kind)
+		return p
+	}
+	for _, r := range req {
+		if _, ok := p.Settings[r]; !ok {
+			d.fail(n, join(path, r), "missing; a %s provider needs %s", p.Kind, strings.Join(req, " and "))
+		}
+	}
+	if len(p.Settings) == 0 {
+		p.Settings = nil
+	}
+	return p
+}
+
+func (d *decoder) estimate(n *yaml.Node, path string, e *EstimateParams) {
+	dur := func(out *lab.Duration) fieldFunc {
+		return func(n *yaml.Node, p string) {
+			if s, ok := d.scalar(n, p, "a duration such as 2s"); ok {
+				var v lab.Duration
+				if err := v.Set(s); err != nil || v < 0 {
+					d.fail(n, p, "%q: use a duration such as 500ms or 2s", s)
+					return
+				}
+				*out = v
+			}
+		}
+	}
+	d.mapping(n, path, map[string]fieldFunc{
+		"server-start":  dur(&e.ServerStart),
+		"cell-overhead": dur(&e.CellOverhead),
+		"prefill-rate": func(n *yaml.Node, p string) {
+			if s, ok := d.scalar(n, p, "bytes per second such as 1GB"); ok {
+				v, err := lab.ParseSize(s)
+				if err != nil || v <= 0 {
+					d.fail(n, p, "%q: use bytes per second as %s", s, lab.SizeForms)
+					return
+				}
+				e.PrefillRate = v
+			}
+		},
+	})
+}
+
+// serverSettings decodes a server block into out, which holds the defaults
+// already; extra (may be nil) adds version-level fields.
+func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings, extra map[string]fieldFunc) {
+	fields := map[string]fieldFunc{
+		"io-threads": func(n *yaml.Node, p string) {
+			var v int64
+			if d.integer(n, p, 1, 128, &v) {
+				out.IOThreads = int(v)
+			}
+		},
+		"maxmemory": func(n *yaml.Node, p string) {
+			s, ok := d.scalar(n, p, "a memory size such as 60gb")
+			if ok && !memoryRE.MatchString(s) {
+				d.fail(n, p, "%q: use a server memory size such as 2gb, 512mb or 0 (no limit)", s)
+				return
+			}
+			out.MaxMemory = s
+		},
+		"cpus": func(n *yaml.Node, p string) {
+			if s, ok := d.scalar(n, p, "a CPU list"); ok {
+				l, err := lab.ParseCPUList(s)
+				if err != nil || len(l) == 0 {
+					d.fail(n, p, "%q: use %s", s, lab.CPUListForms)
+					return
+				}
+				out.CPUs = l
+			}
+		},
+		"args": func(n *yaml.Node, p string) {
+			n = deref(n)
+			if n.Kind != yaml.SequenceNode {
+				d.fail(n, p, "want a list of arguments such as [--save, \"\"], got %s", kindName(n))
+				return
+			}
+			var mine []string
+			for i, el := range n.Content {
+				el = deref(el)
+				switch {
+				case el.Kind == yaml.ScalarNode && el.ShortTag() == "!!null":
+					mine = append(mine, "") // --save with nothing after it
+				case el.Kind == yaml.ScalarNode:
+					mine = append(mine, el.Value)
+				default:
+					d.fail(el, fmt.Sprintf("%s[%d]", p, i), "want an argument, got %s", kindName(el))
+				}
+			}
+			if len(mine) > 0 && !strings.HasPrefix(mine[0], "--") {
+				d.fail(n, p, "first argument %q is not an option; server args look like [--save, \"\"]", mine[0])
+			}
+			// Version args come after the campaign's: the server takes the last.
+			out.Args = append(append([]string(nil), out.Args...), mine...)
+		},
+	}
+	for k, f := range extra {
+		fields[k] = f
+	}
+	d.mapping(n, path, fields)
+}
+
+func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) []VersionSpec {
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		d.fail(n, path, "want a list of server versions (store, binary or image), got %s", kindName(n))
+		return nil
+	}
+	var out []VersionSpec
+	labels := map[string]int{}
+	for i, vn := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		v := VersionSpec{Line: vn.Line, Server: defaults}
+		v.Server.Args = append([]string(nil), defaults.Args...)
+		var labelNode *yaml.Node
+		version := map[string]fieldFunc{
+			"store": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Store)
+				if v.Store != "" && !selectorRE.MatchString(v.Store) {
+					d.fail(n, p, "%q: use NAME@VERSION such as valkey@9.1 or redis@7.0", v.Store)
+				}
+			},
+			"runtime": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Runtime)
+				if v.Runtime != "" && !runtimeRE.MatchString(v.Runtime) {
+					d.fail(n, p, "%q is not a runtime suite name such as sid", v.Runtime)
+				}
+			},
+			"binary": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Binary)
+				if v.Binary != "" && !strings.HasPrefix(v.Binary, "/") {
+					d.fail(n, p, "%q: give an absolute path to the server binary", v.Binary)
+				}
+			},
+			"image": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Image)
+				if v.Image != "" && (strings.ContainsAny(v.Image, " \t") || !strings.Contains(v.Image, ":")) {
+					d.fail(n, p, "%q: give an image with its tag such as valkey/valkey:9.1.0", v.Image)
+				}
+			},
+			"label": func(n *yaml.Node, p string) {
+				labelNode = n
+				d.str(n, p, &v.Label)
+				if v.Label != "" && !labelRE.MatchString(v.Label) {
+					d.fail(n, p, "%q: use letters, digits, . @ + - (it is part of every cell ID)", v.Label)
+				}
+			},
+			"env": func(n *yaml.Node, p string) {
+				n = deref(n)
+				if n.Kind != yaml.MappingNode {
+					d.fail(n, p, "want a mapping of NAME: value, got %s", kindName(n))
+					return
+				}
+				v.Env = map[string]string{}
+				for j := 0; j+1 < len(n.Content); j += 2 {
+					k := n.Content[j].Value
+					kp := join(p, k)
+					if !envKeyRE.MatchString(k) {
+						d.fail(n.Content[j], kp, "not an environment variable name")
+						continue
+					}
+					if _, dup := v.Env[k]; dup {
+						d.fail(n.Content[j], kp, "given twice")
+						continue
+					}
+					var s string
+					d.str(n.Content[j+1], kp, &s)
+					v.Env[k] = s
+				}
+			},
+		}
+		d.serverSettings(vn, p, &v.Server, version)
+		set := 0
+		for _, s := range []string{v.Store, v.Binary, v.Image} {
+			if s != "" {
+				set++
+			}
+		}
+		if deref(vn).Kind == yaml.MappingNode {
+			if set != 1 {
+				d.fail(vn, p, "give exactly one of store (valkey@9.1), binary (/path/to/server) or image (valkey/valkey:9.1.0)")
+			}
+			if v.Runtime != "" && v.Store == "" {
+				d.fail(vn, p+".runtime", "runtime applies to store versions only")
+			}
+		}
+		if v.Label == "" {
+			v.Label = defaultLabel(v)
+		}
+		if v.Label == "" && set == 1 {
+			d.fail(vn, p+".label", "cannot derive a label from %q; add label: NAME", v.Selector())
+		}
+		if v.Label != "" {
+			if prev, dup := labels[v.Label]; dup {
+				at := vn
+				if labelNode != nil {
+					at = labelNode
+				}
+				d.fail(at, p+".label", "label %q is already used by versions[%d]; add a distinct label:", v.Label, prev)
+			}
+			labels[v.Label] = i
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// defaultLabel names a version in cell IDs before its real version is known:
+// the store selector as written, an image as name-tag, a binary by its
+// file name.
+func defaultLabel(v VersionSpec) string {
+	switch {
+	case v.Store != "":
+		return v.Store
+	case v.Image != "":
+		ref := v.Image
+		if at := strings.Index(ref, "@"); at >= 0 {
+			ref = ref[:at]
+		}
+		slash := strings.LastIndex(ref, "/")
+		name, tag, ok := strings.Cut(ref[slash+1:], ":")
+		if !ok {
+			return ""
+		}
+		return sanitizeSegment(name + "-" + tag)
+	case v.Binary != "":
+		b := v.Binary[strings.LastIndex(v.Binary, "/")+1:]
+		return sanitizeSegment(b)
+	}
+	return ""
+}
+
+// sanitizeSegment keeps an ID segment to characters that are safe in a file
+// name and never "_", which joins segments in cell file names.
+func sanitizeSegment(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '@', r == '+', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}

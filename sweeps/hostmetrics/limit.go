@@ -1,0 +1,117 @@
+package hostmetrics
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// LimitKind is what most likely capped a cell's throughput.
+type LimitKind string
+
+const (
+	LimitClient     LimitKind = "client"      // the load generator ran out: not the server's number
+	LimitLink       LimitKind = "link"        // the wire (or loopback) was full
+	LimitPageFaults LimitKind = "page-faults" // the server spent its time faulting in fresh pages
+	LimitServerMain LimitKind = "server-main" // the server's main thread was saturated
+	LimitServerIO   LimitKind = "server-io"   // the server's I/O threads were saturated
+	LimitUnclear    LimitKind = "unclear"     // nothing measured was saturated
+)
+
+// Limit is a cell's label with the evidence in words.
+type Limit struct {
+	Kind   LimitKind `json:"kind"`
+	Detail string    `json:"detail"`
+	// ClientLimited is set whenever the client was saturated, even if the
+	// label names something else too: such a cell is never the server's figure.
+	ClientLimited bool `json:"client_limited"`
+}
+
+// LimitInput is the evidence for one cell.
+type LimitInput struct {
+	Result *lab.Result
+	Server *Window // server host over the measured window; may be nil
+	// LinkGbps is the link's capacity in one direction; 0 when unknown
+	// (loopback), which disables the link label.
+	LinkGbps float64
+	// FaultCost is the CPU one minor fault of a fresh page costs on this
+	// host (~13 µs on the 2-vCPU VM here, ~1 µs on metal); 0 means 10 µs.
+	FaultCost time.Duration
+}
+
+// Thresholds. A thread counts as saturated above Saturated of one CPU:
+// closed-loop clients leave a few percent idle between replies even when
+// the thread is the bottleneck.
+const (
+	Saturated     = 0.90
+	LinkFull      = 0.90 // of LinkGbps
+	FaultCPUShare = 0.50 // fault time as a share of the busiest server thread
+)
+
+// Label names a cell's likely limit. Order of precedence: client (its cell
+// is never the server's number), link (a hard ceiling), page faults (the
+// cause when a saturated thread spent its time faulting), main thread, I/O
+// threads.
+func Label(in LimitInput) Limit {
+	r := in.Result
+	if r == nil {
+		return Limit{Kind: LimitUnclear, Detail: "no result"}
+	}
+	var out Limit
+	if why := clientLimited(r); why != "" {
+		out = Limit{Kind: LimitClient, Detail: why, ClientLimited: true}
+		return out
+	}
+	secs := r.Window.Measured.D().Seconds()
+	if in.LinkGbps > 0 && secs > 0 {
+		var sent, recvd uint64
+		for _, o := range r.Ops {
+			sent += o.WireSent
+			recvd += o.WireRecvd
+		}
+		dir := max(sent, recvd)
+		gbps := float64(dir) * 8 / secs / 1e9
+		if gbps >= LinkFull*in.LinkGbps {
+			return Limit{Kind: LimitLink, Detail: fmt.Sprintf("%.1f Gbps on the wire of a %.0f Gbps link", gbps, in.LinkGbps)}
+		}
+	}
+	if in.Server == nil || in.Server.Server == nil {
+		return Limit{Kind: LimitUnclear, Detail: "no server thread metrics"}
+	}
+	p := in.Server.Server
+	busiest := max(p.MainBusy, p.IOBusyMax)
+	cost := in.FaultCost
+	if cost <= 0 {
+		cost = 10 * time.Microsecond
+	}
+	if in.Server.Seconds > 0 && busiest >= Saturated {
+		faultCPU := float64(p.MinorFaults) * cost.Seconds() / in.Server.Seconds // CPUs' worth
+		if faultCPU >= FaultCPUShare*busiest {
+			return Limit{Kind: LimitPageFaults, Detail: fmt.Sprintf("%d minor faults (%.1f per op) cost ~%.0f%% of a CPU at %s each; busiest thread %.0f%%",
+				p.MinorFaults, p.MinorFaultsPerOp, faultCPU*100, cost, busiest*100)}
+		}
+	}
+	if p.MainBusy >= Saturated {
+		return Limit{Kind: LimitServerMain, Detail: fmt.Sprintf("main thread %.0f%% busy", p.MainBusy*100)}
+	}
+	if p.IOThreads > 0 && p.IOBusyMax >= Saturated {
+		return Limit{Kind: LimitServerIO, Detail: fmt.Sprintf("%d I/O threads, busiest %.0f%%, mean %.0f%%", p.IOThreads, p.IOBusyMax*100, p.IOBusyMean*100)}
+	}
+	return Limit{Kind: LimitUnclear, Detail: fmt.Sprintf("no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)",
+		p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100)}
+}
+
+// clientLimited says why the client was the limit, or "".
+func clientLimited(r *lab.Result) string {
+	if r.Client.MaxWorkerBusy >= Saturated {
+		return fmt.Sprintf("busiest client worker %.0f%% busy", r.Client.MaxWorkerBusy*100)
+	}
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n, "client-limited") {
+			return n
+		}
+	}
+	return ""
+}

@@ -1,0 +1,451 @@
+package sweeps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+)
+
+// ServerStarter starts one server version (pinned, with its settings) and
+// returns it running and answering. infra's launchers implement it.
+type ServerStarter interface {
+	Start(ctx context.Context, v PlanVersion, logDir string) (RunningServer, error)
+}
+
+// RunningServer is a started server.
+type RunningServer interface {
+	// Addr is where the bench connects.
+	Addr() (host string, port int)
+	// PID is the server process on this host for thread sampling; 0 when
+	// it is not a local process.
+	PID() int
+	// Identity is what the server says it is (INFO server).
+	Identity() Resolved
+	// Info returns selected INFO facts for the environment record.
+	Info(ctx context.Context) (map[string]string, error)
+	// FlushAll empties the server between cells.
+	FlushAll(ctx context.Context) error
+	// Exited yields the process's end (nil error for a clean exit) and is
+	// then closed; it never yields while the server runs.
+	Exited() <-chan error
+	Stop(ctx context.Context) error
+}
+
+// Bencher runs one cell's load. mark, when the bencher can, is called with
+// lab.PhaseMeasure as the measured window opens and lab.PhaseDrain as it
+// closes, so host metrics cover exactly the window; without marks they
+// cover the whole bench call.
+type Bencher interface {
+	Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error)
+}
+
+// Sampler snapshots a host; hostmetrics.FS is the real one.
+type Sampler interface {
+	Snapshot(pid int) (*hostmetrics.Snapshot, error)
+}
+
+// Runner executes a plan into a store.
+type Runner struct {
+	Plan     *Plan
+	Store    *Store
+	Servers  ServerStarter
+	Bench    Bencher
+	Sampler  Sampler      // nil: no host metrics
+	Progress Progress     // nil: quiet
+	Env      *Environment // written at start and whenever a server starts; may be nil
+	// MaxAttempts bounds how often a failing cell is tried over all runs.
+	MaxAttempts int
+	// Redo reruns cells that are already done.
+	Redo bool
+	// Only, when set, restricts the run to the cells it accepts.
+	Only func(Cell) bool
+	// LinkGbps and FaultCost feed the limit label (see hostmetrics.LimitInput).
+	LinkGbps  float64
+	FaultCost time.Duration
+	// StopTimeout bounds stopping a server.
+	StopTimeout time.Duration
+}
+
+// DefaultMaxAttempts is how often a failing cell is tried before the
+// campaign stops retrying it.
+const DefaultMaxAttempts = 3
+
+// Summary is what a run did.
+type Summary struct {
+	Planned       int           `json:"planned"`
+	Ran           int           `json:"ran"`
+	Done          int           `json:"done"`     // done now, this run or earlier
+	Kept          int           `json:"kept"`     // done earlier and not rerun
+	Stale         int           `json:"stale"`    // done earlier for a different spec, rerun
+	Failed        []Failure     `json:"failed"`   // failed now (includes given up)
+	GivenUp       int           `json:"given_up"` // failed MaxAttempts times, not tried again
+	ClientLimited []string      `json:"client_limited,omitempty"`
+	Interrupted   bool          `json:"interrupted"`
+	Elapsed       time.Duration `json:"elapsed_ns"`
+}
+
+// Failure is a failed cell in the summary.
+type Failure struct {
+	CellID   string `json:"cell_id"`
+	Reason   string `json:"reason"`
+	Attempts int    `json:"attempts"`
+}
+
+// Run executes every cell that needs it and returns the summary. A failed
+// cell is recorded and the run goes on; Run returns an error only for
+// problems with the store itself. Cancelling ctx stops after writing what
+// was done; the cell in flight is not recorded and runs next time.
+func (r *Runner) Run(ctx context.Context) (*Summary, error) {
+	start := time.Now()
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.StopTimeout <= 0 {
+		r.StopTimeout = 30 * time.Second
+	}
+	if err := r.Store.WriteSpec(r.Plan); err != nil {
+		return nil, err
+	}
+	if r.Env != nil {
+		if r.Env.Created.IsZero() {
+			r.Env.Created = time.Now().UTC()
+		}
+		r.Env.Campaign = r.Plan.Campaign.Name
+		if err := r.Store.WriteEnv(r.Env); err != nil {
+			return nil, err
+		}
+	}
+	prev, err := ReadRun(r.Store.Dir)
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{Planned: len(r.Plan.Cells)}
+	todo := map[int]*CellRecord{} // cell index -> previous record (nil: none)
+	for _, c := range r.Plan.Cells {
+		if r.Only != nil && !r.Only(c) {
+			continue
+		}
+		old := prev.Cells[c.ID]
+		switch {
+		case old == nil:
+			todo[c.Index] = nil
+		case old.Hash != c.Hash:
+			sum.Stale++
+			todo[c.Index] = nil // a different cell under the same name: start over
+		case r.Redo:
+			todo[c.Index] = nil
+		case old.Status == StatusDone:
+			sum.Kept++
+		case old.Attempts >= r.MaxAttempts:
+			sum.GivenUp++
+			sum.Failed = append(sum.Failed, Failure{CellID: c.ID, Reason: old.Reason, Attempts: old.Attempts})
+		default:
+			todo[c.Index] = old
+		}
+	}
+	if r.Progress != nil {
+		var est time.Duration
+		blocks := map[int]bool{}
+		for i := range todo {
+			est += r.Plan.Cells[i].Estimate
+			blocks[r.Plan.Cells[i].Block] = true
+		}
+		est += time.Duration(len(blocks)) * r.Plan.Campaign.Estimate.ServerStart.D()
+		r.Progress.Begin(len(todo), est)
+	}
+	for _, b := range r.Plan.Blocks {
+		var cells []Cell
+		for _, ci := range b.Cells {
+			if _, ok := todo[ci]; ok {
+				cells = append(cells, r.Plan.Cells[ci])
+			}
+		}
+		if len(cells) == 0 {
+			continue
+		}
+		if err := r.runBlock(ctx, b, cells, todo, sum); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			sum.Interrupted = true
+			break
+		}
+	}
+	// Done counts everything done now, from the store: the truth on disk.
+	if final, err := ReadRun(r.Store.Dir); err == nil {
+		for _, c := range r.Plan.Cells {
+			if rec := final.Cells[c.ID]; rec != nil && rec.Status == StatusDone && rec.Hash == c.Hash {
+				sum.Done++
+				if rec.ClientLimited {
+					sum.ClientLimited = append(sum.ClientLimited, c.ID)
+				}
+			}
+		}
+	}
+	sort.Slice(sum.Failed, func(i, j int) bool { return sum.Failed[i].CellID < sum.Failed[j].CellID })
+	sum.Elapsed = time.Since(start)
+	if r.Progress != nil {
+		r.Progress.End(sum)
+	}
+	return sum, nil
+}
+
+// runBlock starts the block's server once and runs its cells; a server
+// that dies is started again for the next cell.
+func (r *Runner) runBlock(ctx context.Context, b Block, cells []Cell, todo map[int]*CellRecord, sum *Summary) error {
+	pv := r.Plan.Versions[b.Version]
+	var srv RunningServer
+	stop := func() {
+		if srv != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.StopTimeout)
+			_ = srv.Stop(sctx)
+			cancel()
+			srv = nil
+		}
+	}
+	defer stop()
+	for _, c := range cells {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if srv != nil {
+			select {
+			case <-srv.Exited():
+				srv = nil // died after the last cell; its cell recorded why
+			default:
+			}
+		}
+		var startErr error
+		if srv == nil {
+			srv, startErr = r.Servers.Start(ctx, pv, r.Store.LogDir())
+			if startErr == nil {
+				r.recordServer(ctx, pv, srv)
+			} else {
+				srv = nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if r.Progress != nil {
+			r.Progress.CellStart(c)
+		}
+		rec := r.newRecord(c, pv, todo[c.Index])
+		if startErr != nil {
+			r.fail(rec, fmt.Sprintf("server start: %v", startErr))
+		} else {
+			r.runCell(ctx, c, srv, rec)
+			if ctx.Err() != nil && rec.Status != StatusDone {
+				return nil // interrupted: the cell in flight is not recorded
+			}
+		}
+		rec.Ended = time.Now().UTC()
+		if err := r.Store.WriteCell(rec); err != nil {
+			return err
+		}
+		sum.Ran++
+		if rec.Status == StatusFailed {
+			sum.Failed = append(sum.Failed, Failure{CellID: c.ID, Reason: rec.Reason, Attempts: rec.Attempts})
+		}
+		if r.Progress != nil {
+			r.Progress.CellEnd(c, rec)
+		}
+		if rec.Status == StatusFailed && srv != nil {
+			select {
+			case <-srv.Exited():
+				srv = nil
+			default:
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Runner) newRecord(c Cell, pv PlanVersion, old *CellRecord) *CellRecord {
+	rec := &CellRecord{
+		Campaign: r.Plan.Campaign.Name, CellID: c.ID, Key: c.Key, Hash: c.Hash,
+		Index: c.Index, Rep: c.Rep, Workload: c.Workload, Attempts: 1,
+		Started: time.Now().UTC(),
+		Version: VersionID{Label: pv.Spec.Label, Segment: pv.Segment, Selector: pv.Spec.Selector(),
+			Runtime: pv.Spec.Runtime, Env: pv.Spec.Env, Resolved: pv.Resolved},
+	}
+	if old != nil {
+		rec.Attempts = old.Attempts + 1
+		rec.History = append(append([]Attempt(nil), old.History...), Attempt{Ended: old.Ended, Reason: old.Reason})
+	}
+	return rec
+}
+
+func (r *Runner) fail(rec *CellRecord, reason string) {
+	rec.Status = StatusFailed
+	rec.Reason = reason
+}
+
+// runCell flushes, benches, samples and judges one cell into rec.
+func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *CellRecord) {
+	id := srv.Identity()
+	if id.Version != "" {
+		rec.Version.Resolved = &id
+	}
+	if err := srv.FlushAll(ctx); err != nil {
+		r.fail(rec, fmt.Sprintf("flushall: %v", err))
+		return
+	}
+	w := c.Workload
+	w.Host, w.Port = srv.Addr()
+
+	// The bench is cancelled if the server process ends, so a crash costs
+	// this cell and not a request timeout per connection.
+	cellCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	exited := make(chan error, 1)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case err, ok := <-srv.Exited():
+			if !ok || err == nil {
+				err = errors.New("exited")
+			}
+			exited <- err
+			cancel(fmt.Errorf("server exited: %w", err))
+		case <-cellCtx.Done():
+		}
+	}()
+
+	var before, after *hostmetrics.Snapshot
+	snap := func() *hostmetrics.Snapshot {
+		if r.Sampler == nil {
+			return nil
+		}
+		s, err := r.Sampler.Snapshot(srv.PID())
+		if err != nil {
+			return nil
+		}
+		return s
+	}
+	mark := func(p lab.Phase) {
+		switch p {
+		case lab.PhaseMeasure:
+			before = snap()
+		case lab.PhaseDrain:
+			after = snap()
+		}
+	}
+	whole := snap()
+	res, err := r.Bench.Bench(cellCtx, w, mark)
+	end := snap()
+	cancel(nil)
+	<-watchDone
+	if before == nil || after == nil {
+		before, after = whole, end
+	}
+	rec.Result = res
+
+	var serverErr error
+	select {
+	case serverErr = <-exited:
+	default:
+	}
+	switch {
+	case serverErr != nil:
+		r.fail(rec, fmt.Sprintf("server exited during the cell: %v", serverErr))
+	case ctx.Err() != nil:
+		r.fail(rec, "interrupted")
+	case res == nil && err != nil:
+		r.fail(rec, fmt.Sprintf("bench: %v", err))
+	case res == nil:
+		r.fail(rec, "bench returned no result")
+	default:
+		if why := judge(res); why != "" {
+			r.fail(rec, why)
+		} else {
+			rec.Status = StatusDone
+		}
+	}
+	if res == nil {
+		return
+	}
+	if before != nil && after != nil {
+		rec.Host = hostmetrics.Diff(before, after)
+		if rec.Host.Server != nil {
+			if ops := totalOps(res); ops > 0 {
+				rec.Host.Server.MinorFaultsPerOp = float64(rec.Host.Server.MinorFaults) / float64(ops)
+			}
+		}
+	}
+	lim := hostmetrics.Label(hostmetrics.LimitInput{Result: res, Server: rec.Host, LinkGbps: r.LinkGbps, FaultCost: r.FaultCost})
+	rec.Limit = &lim
+	rec.ClientLimited = lim.ClientLimited
+}
+
+// judge says why a finished bench is not a valid cell, or "".
+func judge(res *lab.Result) string {
+	if res.Stop.Reason != lab.StopCompleted {
+		msg := string(res.Stop.Reason)
+		if msg == "" {
+			msg = "no stop reason"
+		}
+		if res.Stop.Error != "" {
+			msg += ": " + res.Stop.Error
+		}
+		if n := errorSummary(res.Errors); n != "" {
+			msg += " (" + n + ")"
+		}
+		return msg
+	}
+	if n := errorSummary(res.Errors); n != "" {
+		return "request errors: " + n
+	}
+	var bad uint64
+	for _, o := range res.Ops {
+		bad += o.Verify.Failed
+	}
+	if bad > 0 {
+		return fmt.Sprintf("verify: %d replies failed", bad)
+	}
+	return ""
+}
+
+func errorSummary(m map[lab.ErrorKind]uint64) string {
+	var parts []string
+	for k, v := range m {
+		if v > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func totalOps(res *lab.Result) uint64 {
+	var n uint64
+	for _, o := range res.Ops {
+		n += o.Ops
+	}
+	return n
+}
+
+// recordServer adds a started server's facts to the environment record.
+func (r *Runner) recordServer(ctx context.Context, pv PlanVersion, srv RunningServer) {
+	if r.Env == nil {
+		return
+	}
+	info, _ := srv.Info(ctx)
+	f := ServerFacts{Segment: pv.Segment, Selector: pv.Spec.Selector(), Resolved: srv.Identity(), Info: info, Started: time.Now().UTC()}
+	for i, s := range r.Env.Servers {
+		if s.Segment == f.Segment {
+			r.Env.Servers[i] = f
+			_ = r.Store.WriteEnv(r.Env)
+			return
+		}
+	}
+	r.Env.Servers = append(r.Env.Servers, f)
+	_ = r.Store.WriteEnv(r.Env)
+}

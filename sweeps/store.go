@@ -1,0 +1,348 @@
+package sweeps
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+)
+
+// Run directory layout. One directory per campaign:
+//
+//	campaign.yaml   the campaign file as given
+//	plan.json       the resolved spec: campaign, versions, cells in order
+//	env.json        the environment record
+//	cells/*.json    one CellRecord per cell (ID with / as _)
+//	soak/*.json     soak reruns of single cells
+//	logs/           server and runner logs
+//	lock            flock'd by the runner; holds its PID
+const (
+	CampaignFile = "campaign.yaml"
+	PlanFile     = "plan.json"
+	EnvFile      = "env.json"
+	CellsDir     = "cells"
+	SoakDir      = "soak"
+	LogsDir      = "logs"
+	LockFile     = "lock"
+)
+
+// CellSchema names the layout of CellRecord.
+const CellSchema = "linerate.cell/v1"
+
+// CellStatus is how a cell's last attempt ended.
+type CellStatus string
+
+const (
+	StatusDone   CellStatus = "done"
+	StatusFailed CellStatus = "failed"
+)
+
+// CellRecord is one cell's stored outcome.
+type CellRecord struct {
+	Schema   string       `json:"schema"`
+	Campaign string       `json:"campaign"`
+	CellID   string       `json:"cell_id"`
+	Key      string       `json:"key"` // the ID without version and repetition
+	Hash     string       `json:"hash"`
+	Index    int          `json:"index"`
+	Rep      int          `json:"rep"`
+	Version  VersionID    `json:"version"`
+	Workload lab.Workload `json:"workload"` // as planned; Result.Workload is as run
+	Status   CellStatus   `json:"status"`
+	Reason   string       `json:"reason,omitempty"` // why it failed
+	Attempts int          `json:"attempts"`
+	Started  time.Time    `json:"started"`
+	Ended    time.Time    `json:"ended"`
+	Result   *lab.Result  `json:"result,omitempty"`
+	// Host is the server host's metrics over the measured window.
+	Host  *hostmetrics.Window `json:"host,omitempty"`
+	Limit *hostmetrics.Limit  `json:"limit,omitempty"`
+	// ClientLimited repeats Limit's flag at the top so no summary misses it.
+	ClientLimited bool      `json:"client_limited"`
+	History       []Attempt `json:"history,omitempty"` // earlier failed attempts
+}
+
+// Attempt is an earlier failed attempt kept for the record.
+type Attempt struct {
+	Ended  time.Time `json:"ended"`
+	Reason string    `json:"reason"`
+}
+
+// VersionID is which server measured: as asked, and as it said it was.
+type VersionID struct {
+	Label    string            `json:"label"`
+	Segment  string            `json:"segment"` // the cell ID's version part
+	Selector string            `json:"selector"`
+	Runtime  string            `json:"runtime,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Resolved *Resolved         `json:"resolved,omitempty"`
+}
+
+// Environment is the run directory's record of where it ran.
+type Environment struct {
+	Schema   string          `json:"schema"`
+	Campaign string          `json:"campaign"`
+	SpecHash string          `json:"spec_hash"`
+	Created  time.Time       `json:"created"`
+	Updated  time.Time       `json:"updated"`
+	Linerate Build           `json:"linerate"`
+	Hosts    []HostFacts     `json:"hosts"`
+	Tuning   json.RawMessage `json:"tuning,omitempty"` // the tuning snapshot, opaque here
+	Servers  []ServerFacts   `json:"servers"`
+}
+
+// EnvSchema names the layout of Environment.
+const EnvSchema = "linerate.env/v1"
+
+// ServerFacts is one started server version and what its INFO said.
+type ServerFacts struct {
+	Segment  string            `json:"segment"`
+	Selector string            `json:"selector"`
+	Resolved Resolved          `json:"resolved"`
+	Info     map[string]string `json:"info,omitempty"`
+	Started  time.Time         `json:"started"`
+}
+
+// LockedError says another runner holds the run directory.
+type LockedError struct {
+	Dir string
+	PID int // 0 when the lock file did not say
+}
+
+func (e *LockedError) Error() string {
+	who := "another runner"
+	if e.PID > 0 {
+		who = "linerate pid " + strconv.Itoa(e.PID)
+	}
+	return fmt.Sprintf("run directory %s is in use by %s (lock %s); wait for it, or stop it first", e.Dir, who, filepath.Join(e.Dir, LockFile))
+}
+
+// Store is a run directory opened for writing: it holds the lock until Close.
+type Store struct {
+	Dir  string
+	lock *os.File
+}
+
+// OpenStore creates (or reopens, to resume) a run directory and takes its
+// lock. A second runner on the same directory gets a *LockedError.
+func OpenStore(dir string) (*Store, error) {
+	for _, d := range []string{dir, filepath.Join(dir, CellsDir), filepath.Join(dir, LogsDir), filepath.Join(dir, SoakDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create run directory: %w", err)
+		}
+	}
+	lp := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", lp, err)
+	}
+	// flock, not a PID file alone: the kernel drops it when the holder dies,
+	// even by SIGKILL, so a crashed runner never leaves the directory stuck.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(lp)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			return nil, &LockedError{Dir: dir, PID: pid}
+		}
+		return nil, fmt.Errorf("lock %s: %w", lp, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_ = f.Sync()
+	}
+	s := &Store{Dir: dir, lock: f}
+	s.removeTemps()
+	return s, nil
+}
+
+// Close releases the lock.
+func (s *Store) Close() error {
+	if s.lock == nil {
+		return nil
+	}
+	_ = s.lock.Truncate(0)
+	err := s.lock.Close() // closing the last descriptor releases the flock
+	s.lock = nil
+	return err
+}
+
+// removeTemps deletes temp files a killed writer left; only the lock holder
+// may, since a live writer's temp file looks the same.
+func (s *Store) removeTemps() {
+	for _, d := range []string{s.Dir, filepath.Join(s.Dir, CellsDir), filepath.Join(s.Dir, SoakDir)} {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if isTemp(e.Name()) {
+				_ = os.Remove(filepath.Join(d, e.Name()))
+			}
+		}
+	}
+}
+
+func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") }
+
+// WriteFileAtomic replaces path with data so that a reader, or a crash at
+// any instant, sees the old file or the new one, never a mix: temp file in
+// the same directory, fsync, rename, fsync of the directory.
+func WriteFileAtomic(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory of %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// WriteSpec stores the campaign file as given and the resolved plan.
+func (s *Store) WriteSpec(p *Plan) error {
+	if err := WriteFileAtomic(filepath.Join(s.Dir, CampaignFile), p.Campaign.Source); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(s.Dir, PlanFile), p)
+}
+
+// WriteEnv stores the environment record.
+func (s *Store) WriteEnv(e *Environment) error {
+	e.Schema = EnvSchema
+	e.Updated = time.Now().UTC()
+	return writeJSON(filepath.Join(s.Dir, EnvFile), e)
+}
+
+// WriteCell stores one cell's record, replacing an earlier attempt.
+func (s *Store) WriteCell(r *CellRecord) error {
+	r.Schema = CellSchema
+	return writeJSON(filepath.Join(s.Dir, CellsDir, CellFileName(r.CellID)), r)
+}
+
+// WriteSoak stores a soak rerun beside the campaign.
+func (s *Store) WriteSoak(name string, v any) error {
+	return writeJSON(filepath.Join(s.Dir, SoakDir, name+".json"), v)
+}
+
+// LogDir is where servers and the runner write their logs.
+func (s *Store) LogDir() string { return filepath.Join(s.Dir, LogsDir) }
+
+// Run is a run directory as read: it may be half-run, and may be read while
+// a runner writes it.
+type Run struct {
+	Dir   string
+	Env   *Environment // nil when not written yet
+	Cells map[string]*CellRecord
+	// Problems lists files that could not be read; their cells count as
+	// not run, so a resume redoes them.
+	Problems []string
+}
+
+// ReadRun reads a run directory without locking it. Missing parts are
+// tolerated; stray temp files are ignored.
+func ReadRun(dir string) (*Run, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("read run: %s is not a directory", dir)
+	}
+	r := &Run{Dir: dir, Cells: map[string]*CellRecord{}}
+	if b, err := os.ReadFile(filepath.Join(dir, EnvFile)); err == nil {
+		var e Environment
+		if err := json.Unmarshal(b, &e); err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", EnvFile, err))
+		} else {
+			r.Env = &e
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, CellsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read run cells: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if isTemp(name) || !strings.HasSuffix(name, ".json") || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, CellsDir, name))
+		if err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: %v", CellsDir, name, err))
+			continue
+		}
+		var c CellRecord
+		if err := json.Unmarshal(b, &c); err != nil || c.CellID == "" {
+			if err == nil {
+				err = errors.New("no cell_id")
+			}
+			r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: %v", CellsDir, name, err))
+			continue
+		}
+		r.Cells[c.CellID] = &c
+	}
+	return r, nil
+}
+
+// Sorted returns the cells in plan order.
+func (r *Run) Sorted() []*CellRecord {
+	out := make([]*CellRecord, 0, len(r.Cells))
+	for _, c := range r.Cells {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Index != out[j].Index {
+			return out[i].Index < out[j].Index
+		}
+		return out[i].CellID < out[j].CellID
+	})
+	return out
+}

@@ -27,10 +27,22 @@ type Result struct {
 	// against server counters.
 	Phases map[Phase]*PhaseTotals `json:"phases"`
 
-	Errors map[ErrorKind]uint64 `json:"errors"` // measured window and drain
-	Client ClientUsage          `json:"client"`
+	Errors map[ErrorKind]uint64 `json:"errors"` // every phase of the run
+	// Abandoned counts requests still in flight when the run ended (drain
+	// deadline or Ctrl-C); they are neither throughput nor server errors.
+	Abandoned uint64      `json:"abandoned"`
+	Engine    EngineInfo  `json:"engine"`
+	Client    ClientUsage `json:"client"`
 	Stop   Stop                 `json:"stop"`
 	Notes  []string             `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
+}
+
+// EngineInfo says which engine measured and how it consumed payloads.
+type EngineInfo struct {
+	Name string `json:"name"` // raw or valkey-go
+	// Discard is how GET payloads left the socket: msg_trunc (dropped in
+	// the kernel), read (copied into a reused buffer) or client (valkey-go).
+	Discard string `json:"discard"`
 }
 
 // BuildInfo identifies the binary that measured.

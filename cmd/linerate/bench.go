@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register(command{name: "bench", summary: "measure one server: GET/SET of large values over many connections", run: runBench})
+}
+
+const benchUsage = `Usage: linerate bench [flags]
+
+Drives a Valkey/Redis server with large GET/SET values over many connections
+and reports Gbps, ops/s and latency (first byte sent to last byte received).
+Every GET reply is checked (--verify); a wrong reply is an error, never
+throughput. -h is the host, as in the reference study's client; help is --help.
+
+Examples:
+  # the reference study's GET cell, as written (needs CPUs 4-19):
+  linerate bench -h 10.0.0.2 -c 32 -P 1 -t 16 --cpu-list 4-19 -n 500 -r 100:0 \
+      --prefill --warmup 5s -d 15s -s 8388608 --key-size 16
+  # a short local SET run, record to a file:
+  linerate bench -s 8MiB -r 0:100 -c 8 -t 2 -d 5s --json set.json
+  # the client's own ceiling: run against the built-in sink
+  linerate sink -p 7000 -s 8MiB &  linerate bench -p 7000 -s 8MiB --prefill=false
+
+Exit codes: 0 completed; 1 completed with failed requests; 2 bad flags;
+3 setup failed (connect, auth, prefill); 4 server lost mid-run; 130 interrupted.
+The JSON record (--json) is written in every case that got past the flags.
+
+Flags:
+`
+
+func runBench(ctx context.Context, args []string) int {
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs.SortFlags = false
+	var w lab.Workload
+	lab.BindFlags(fs, &w)
+	jsonOut := fs.String("json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
+	quiet := fs.Bool("quiet", false, "no per-second progress lines")
+	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "linerate bench: %v (see linerate bench --help)\n", err)
+		return lab.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
+		return lab.ExitUsage
+	}
+	if w.Password == "" {
+		w.Password = os.Getenv("LINERATE_PASSWORD")
+	}
+	var sink *lab.Result
+	if *ceiling != "" {
+		var err error
+		if sink, err = readResult(*ceiling); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: --ceiling: %v\n", err)
+			return lab.ExitUsage
+		}
+	}
+	summary := os.Stdout
+	if *jsonOut == "-" {
+		summary = os.Stderr
+	}
+	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, args...)}
+	if !*quiet {
+		opt.Progress = os.Stderr
+	}
+	res, err := lab.Run(ctx, w, opt)
+	var fe *lab.FieldError
+	if res == nil {
+		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
+		if errors.As(err, &fe) {
+			return lab.ExitUsage
+		}
+		return lab.ExitSetupFailed
+	}
+	if sink != nil {
+		res.Notes = append(res.Notes, lab.CeilingNotes(res, sink)...)
+	}
+	lab.WriteSummary(summary, res)
+	if *jsonOut != "" {
+		if werr := writeJSON(*jsonOut, res); werr != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: write record: %v\n", werr)
+			return lab.ExitErrors
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
+	}
+	return res.Stop.ExitCode
+}
+
+func readResult(path string) (*lab.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r lab.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a bench record: %w", path, err)
+	}
+	return &r, nil
+}
+
+// writeJSON writes v to path atomically (temp file and rename), or to
+// stdout for "-".
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,196 @@
+package lab
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Thresholds for the notes a record carries about the client itself.
+const (
+	clientBusyLimit   = 0.90 // a worker this busy may be what limited the run
+	faultsPerOpLimit  = 1.0  // more than this means the client touched fresh memory per request
+)
+
+// collect merges the workers' state into res, after they stopped.
+func (e *engine) collect(res *Result) {
+	w := e.w
+	window := e.windowEnd.Sub(e.windowStart)
+	if window < 0 {
+		window = 0
+	}
+	res.Window = Window{Warmup: w.Warmup, Requested: w.Duration, Measured: Duration(window)}
+	res.Engine.Discard = "msg_trunc"
+	if w.Verify == VerifyFull {
+		res.Engine.Discard = "read"
+	}
+	for _, wk := range e.workers {
+		if wk.noTrunc {
+			res.Engine.Discard = "read"
+		}
+	}
+	if e.loop != nil {
+		res.Engine.Discard = "client"
+	}
+
+	var totalOps, totalPayload uint64
+	for opi, op := range opNames {
+		if (op == OpGet && w.Ratio.Gets == 0) || (op == OpSet && w.Ratio.Sets == 0) {
+			continue
+		}
+		lat := hdr.New(histLowestUs, histHighestUs, histSigFigs)
+		ttfb := hdr.New(histLowestUs, histHighestUs, histSigFigs)
+		or := &OpResult{Verify: VerifyCounts{Mode: w.Verify}, Errors: map[ErrorKind]uint64{}}
+		series := make([]SecondSample, 0)
+		var clamped uint64
+		for _, wk := range e.workers {
+			st := &wk.measure[opi]
+			lat.Merge(st.lat)
+			ttfb.Merge(st.ttfb)
+			or.Ops += st.ops
+			or.PayloadBytes += st.payload
+			or.WireSent += st.wireOut
+			or.WireRecvd += st.wireIn
+			or.Misses += st.misses
+			or.Verify.Checked += st.checked
+			or.Verify.Failed += st.fails
+			clamped += st.clamped
+			for k, n := range st.errs {
+				if n > 0 {
+					or.Errors[errorKinds[k]] += n
+				}
+			}
+			for i, s := range st.series {
+				for len(series) <= i {
+					series = append(series, SecondSample{Second: len(series)})
+				}
+				series[i].Ops += s.ops
+				series[i].PayloadBytes += s.bytes
+				series[i].Errors += s.errors
+			}
+		}
+		// The last second may be partial when the window was cut short.
+		for i := range series {
+			span := time.Second
+			if rest := window - time.Duration(i)*time.Second; rest < span {
+				span = max(rest, 0)
+			}
+			if span > 0 {
+				series[i].Gbps = round3(float64(series[i].PayloadBytes) * 8 / 1e9 / span.Seconds())
+			}
+		}
+		or.Series = series
+		if window > 0 {
+			or.OpsPerSec = round3(float64(or.Ops) / window.Seconds())
+			or.Gbps = round3(float64(or.PayloadBytes) * 8 / 1e9 / window.Seconds())
+		}
+		var err error
+		if or.Latency, err = Summarize(lat); err != nil {
+			res.Notes = append(res.Notes, err.Error())
+		}
+		if op == OpGet {
+			s, err := Summarize(ttfb)
+			if err != nil {
+				res.Notes = append(res.Notes, err.Error())
+			}
+			or.TTFB = &s
+		}
+		if clamped > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %d latencies above one hour were recorded as one hour", op, clamped))
+		}
+		if len(or.Errors) == 0 {
+			or.Errors = nil
+		}
+		res.Ops[op] = or
+		totalOps += or.Ops
+		totalPayload += or.PayloadBytes
+	}
+
+	for pi, ph := range phaseOrder {
+		pt := &PhaseTotals{Ops: map[Op]uint64{}}
+		any := false
+		for _, wk := range e.workers {
+			ps := &wk.phases[pi]
+			for op, n := range ps.ops {
+				if n > 0 {
+					pt.Ops[opNames[op]] += n
+					any = true
+				}
+			}
+			pt.WireSent += ps.wireOut
+			pt.WireRecvd += ps.wireIn
+			for k, n := range ps.errs {
+				if n > 0 {
+					res.Errors[errorKinds[k]] += n
+				}
+			}
+		}
+		if any {
+			res.Phases[ph] = pt
+		}
+	}
+	for _, wk := range e.workers {
+		res.Abandoned += wk.abandoned
+	}
+	if res.Abandoned > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d requests were still in flight when the run ended and are not counted", res.Abandoned))
+	}
+
+	// Client cost over the window.
+	proc := e.procEnd.sub(e.procStart)
+	cu := ClientUsage{
+		ProcessUserSec: round3(proc.user.Seconds()),
+		ProcessSysSec:  round3(proc.sys.Seconds()),
+		MinorFaults:    proc.minflt,
+	}
+	if totalOps > 0 {
+		cu.MinorFaultsPerOp = round3(float64(proc.minflt) / float64(totalOps))
+	}
+	if totalPayload > 0 {
+		cu.CPUSecPerGB = round3((proc.user + proc.sys).Seconds() / (float64(totalPayload) / 1e9))
+	}
+	for _, wk := range e.workers {
+		u := wk.usageEnd.sub(wk.usageStart)
+		wu := WorkerUsage{Worker: wk.id, Connections: len(wk.conns), UserSec: round3(u.user.Seconds()),
+			SysSec: round3(u.sys.Seconds()), MinorFaults: u.minflt}
+		if wk.cpu >= 0 {
+			c := wk.cpu
+			wu.CPU = &c
+		}
+		if window > 0 {
+			wu.Busy = round3((u.user + u.sys).Seconds() / window.Seconds())
+		}
+		cu.MaxWorkerBusy = max(cu.MaxWorkerBusy, wu.Busy)
+		cu.Workers = append(cu.Workers, wu)
+	}
+	res.Client = cu
+	res.Notes = append(res.Notes, clientNotes(cu)...)
+}
+
+// clientNotes flags a run whose figure may be the client's, not the server's.
+func clientNotes(cu ClientUsage) []string {
+	var notes []string
+	for _, wu := range cu.Workers {
+		if wu.Busy >= clientBusyLimit {
+			notes = append(notes, fmt.Sprintf("client-limited: worker %d was busy %.0f%% of the window; the figure may be the client's ceiling, not the server's", wu.Worker, wu.Busy*100))
+			break
+		}
+	}
+	if cu.MinorFaultsPerOp > faultsPerOpLimit {
+		notes = append(notes, fmt.Sprintf("client page faults: %.1f minor faults per request", cu.MinorFaultsPerOp))
+	}
+	return notes
+}
+
+// ClientLimited reports whether the record says the client may have been
+// the bottleneck.
+func (r *Result) ClientLimited() bool { return r.Client.MaxWorkerBusy >= clientBusyLimit }
+
+func round3(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return math.Round(f*1000) / 1000
+}

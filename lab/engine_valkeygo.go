@@ -1,0 +1,178 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// The valkey-go engine is a general client driving the same workload, to
+// cross-check the raw engine's figures. It copies every reply into memory
+// and builds a whole value per worker, so it is not the instrument: it is
+// the second opinion. Each (connection, pipeline slot) is one worker
+// goroutine with synchronous calls; valkey-go pipelines the slots of one
+// connection onto its socket.
+
+func newValkeyGoEngine(w Workload) (*engine, error) {
+	e := &engine{w: w, layout: NewValueLayout(int64(w.ValueSz), w.Seed)}
+	e.loop = (*worker).runValkeyGo
+	clients := make([]valkey.Client, w.Connections)
+	for i := range clients {
+		c, err := valkey.NewClient(valkey.ClientOption{
+			InitAddress: []string{w.Addr()}, Username: w.User, Password: w.Password,
+			DisableCache: true, ForceSingleClient: true, AlwaysRESP2: true,
+			Dialer:           net.Dialer{Timeout: 5 * time.Second},
+			ConnWriteTimeout: w.RequestTimeout.D(),
+			DisableRetry:     true, // a retried request would be counted twice
+		})
+		if err != nil {
+			e.shutdown()
+			return nil, fmt.Errorf("valkey-go connection %d to %s: %w", i, w.Addr(), err)
+		}
+		clients[i] = c
+		e.closers = append(e.closers, c.Close)
+	}
+	keysPer := max(w.Keyspace/(w.Connections*w.Pipeline), 1)
+	for i := 0; i < w.Connections*w.Pipeline; i++ {
+		wk := e.newWorker(i)
+		wk.vk = &vkState{
+			client:  clients[i/w.Pipeline],
+			rng:     rand.New(rand.NewSource(int64(w.Seed)*1_000_003 + int64(i))),
+			seqNext: uint32((i * keysPer) % w.Keyspace),
+		}
+		if w.KeyDist.Kind == KeyZipf {
+			wk.vk.zipf = rand.NewZipf(wk.vk.rng, w.KeyDist.Alpha, 1, uint64(w.Keyspace-1))
+		}
+		e.workers = append(e.workers, wk)
+	}
+	e.prefillRanges = func(per int) {
+		n := len(e.workers)
+		per = (w.Keyspace + n - 1) / n
+		for i, wk := range e.workers {
+			lo := min(i*per, w.Keyspace)
+			wk.vk.seqNext, wk.vk.prefillEnd = uint32(lo), uint32(min(lo+per, w.Keyspace))
+		}
+	}
+	return e, nil
+}
+
+// vkState is a valkey-go worker's own state.
+type vkState struct {
+	client     valkey.Client
+	rng        *rand.Rand
+	zipf       *rand.Zipf
+	seqNext    uint32
+	prefillEnd uint32
+	gen        uint64
+	value      []byte // this worker's whole value, patched per SET
+}
+
+func (w *worker) runValkeyGo() {
+	v := w.vk
+	wl := w.w
+	if v.value == nil {
+		v.value = w.layout.Full(0, 0)
+	}
+	for {
+		t := w.now()
+		if !w.issuing(t) || (w.sched.prefillMode && v.seqNext >= v.prefillEnd) {
+			return
+		}
+		op := opGet
+		if w.sched.prefillMode || (wl.Ratio.Sets > 0 && v.rng.Intn(wl.Ratio.Gets+wl.Ratio.Sets) >= wl.Ratio.Gets) {
+			op = opSet
+		}
+		var key uint32
+		switch {
+		case w.sched.prefillMode || wl.KeyDist.Kind == KeySequential:
+			key = v.seqNext % uint32(wl.Keyspace)
+			v.seqNext++
+		case v.zipf != nil:
+			key = uint32(v.zipf.Uint64())
+		default:
+			key = uint32(v.rng.Intn(wl.Keyspace))
+		}
+		name := KeyName(key, wl.KeySize)
+		r := req{op: op, key: key, issued: t, sentAt: t}
+		ctx, cancel := context.WithTimeout(context.Background(), wl.RequestTimeout.D())
+		kind, miss := ok, false
+		var in uint64
+		if op == opSet {
+			v.gen++
+			gen := uint64(w.id)<<40 | v.gen
+			if w.layout.Size >= MinVerifiableSize {
+				w.layout.PutHeader(v.value, key, gen)
+				w.layout.PutTrailer(v.value[w.layout.Size-valueTrailerLen:], key, gen)
+			}
+			r.wireOut = uint64(len(appendSetHeader(nil, key, wl.KeySize, w.layout.Size))) + uint64(w.layout.Size) + 2
+			err := v.client.Do(ctx, v.client.B().Set().Key(name).Value(valkey.BinaryString(v.value)).Build()).Error()
+			kind = classifyClientErr(err)
+			in = 5 // +OK\r\n
+		} else {
+			r.wireOut = uint64(len(appendGet(nil, key, wl.KeySize)))
+			b, err := v.client.Do(ctx, v.client.B().Get().Key(name).Build()).AsBytes()
+			switch {
+			case valkey.IsValkeyNil(err):
+				in = 5 // $-1\r\n
+				if wl.Prefill {
+					kind = eNilPrefill
+				} else {
+					miss = true
+				}
+			case err != nil:
+				kind = classifyClientErr(err)
+			default:
+				in = uint64(len(b)+2) + uint64(len(strconv.Itoa(len(b)))+3)
+				kind = w.checkValue(b, key)
+			}
+		}
+		cancel()
+		done := w.now()
+		r.firstAt = 0 // valkey-go does not expose the first reply byte
+		w.record(&r, kind, miss, done, in)
+		if kind == eConn {
+			w.dead = len(w.conns) + 1
+			if w.err == nil {
+				w.err = errors.New("valkey-go: connection failed")
+			}
+			return
+		}
+	}
+}
+
+// checkValue verifies a whole value held in memory.
+func (w *worker) checkValue(b []byte, key uint32) errIdx {
+	l := w.layout
+	if int64(len(b)) != l.Size {
+		return eWrongLength
+	}
+	if w.w.Verify == VerifyNone || l.Size < MinVerifiableSize {
+		return ok
+	}
+	if _, good := l.CheckEnds(b[:valueHeaderLen], b[l.Size-valueTrailerLen:], key); !good {
+		return eBadContent
+	}
+	if w.w.Verify == VerifyFull && !l.CheckBody(0, b) {
+		return eBadContent
+	}
+	return ok
+}
+
+func classifyClientErr(err error) errIdx {
+	var verr *valkey.ValkeyError
+	switch {
+	case err == nil:
+		return ok
+	case errors.As(err, &verr):
+		return eServer
+	case errors.Is(err, context.DeadlineExceeded):
+		return eTimeout
+	}
+	return eConn
+}

@@ -1,0 +1,429 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// RunOptions are the parts of a run that are not the workload.
+type RunOptions struct {
+	Given    []string  // the command line as typed, stored in the record
+	Progress io.Writer // one line a second; nil for quiet
+	RunID    string
+}
+
+// RunError carries the exit code that goes with a failed run.
+type RunError struct {
+	Reason StopReason
+	Err    error
+}
+
+func (e *RunError) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
+func (e *RunError) Unwrap() error { return e.Err }
+
+// Run executes one bench run. It returns a Result whenever it got far
+// enough to have measured anything or to say why it could not, together
+// with an error when the run did not complete.
+func Run(ctx context.Context, given Workload, opt RunOptions) (*Result, error) {
+	w := given.Resolve()
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	if len(w.CPUList) > 0 {
+		if err := checkCPUs(w.CPUList); err != nil {
+			return nil, err
+		}
+	}
+	res := newResult(w, opt)
+	fail := func(reason StopReason, err error) (*Result, error) {
+		res.Ended = time.Now().UTC()
+		res.Stop = Stop{Reason: reason, Error: err.Error(), ExitCode: exitCodeFor(reason)}
+		return res, &RunError{Reason: reason, Err: err}
+	}
+
+	ctl, err := DialControl(ctx, w)
+	if err != nil {
+		return fail(StopSetupFailed, err)
+	}
+	defer ctl.Close()
+	if res.Server, err = ctl.ServerInfo(ctx); err != nil {
+		return fail(StopSetupFailed, err)
+	}
+	if lim, ok := res.Server.Config["proto-max-bulk-len"]; ok {
+		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(w.ValueSz) > n {
+			return fail(StopSetupFailed, &FieldError{Field: "-s/--value-size",
+				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
+		}
+	}
+	var e *engine
+	if w.Engine == EngineValkeyGo {
+		e, err = newValkeyGoEngine(w)
+	} else {
+		e, err = newEngine(w)
+	}
+	if err != nil {
+		return fail(StopSetupFailed, err)
+	}
+	defer e.shutdown()
+
+	if w.Prefill {
+		if err := e.prefill(ctx, opt.Progress); err != nil {
+			return fail(stopReasonFor(ctx, StopSetupFailed), err)
+		}
+		n, err := ctl.DBSize(ctx)
+		if err != nil {
+			return fail(StopSetupFailed, err)
+		}
+		res.Server.DBSizeAfterPrefill = &n
+		if n < int64(w.Keyspace) {
+			return fail(StopSetupFailed, fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", w.Keyspace, n))
+		}
+	}
+	e.measure(ctx, opt.Progress)
+	e.collect(res)
+	res.Ended = time.Now().UTC()
+	return res, finishStop(ctx, res, e)
+}
+
+func newResult(w Workload, opt RunOptions) *Result {
+	id := opt.RunID
+	if id == "" {
+		id = fmt.Sprintf("%s-%04x", time.Now().UTC().Format("20060102T150405Z"), rand.Intn(1<<16))
+	}
+	return &Result{
+		Schema:   SchemaVersion,
+		RunID:    id,
+		Linerate: Build(),
+		Started:  time.Now().UTC(),
+		Given:    opt.Given,
+		Workload: w,
+		Ops:      map[Op]*OpResult{},
+		Phases:   map[Phase]*PhaseTotals{},
+		Errors:   map[ErrorKind]uint64{},
+		Engine:   EngineInfo{Name: w.Engine},
+	}
+}
+
+func exitCodeFor(r StopReason) int {
+	switch r {
+	case StopCompleted:
+		return ExitOK
+	case StopErrors:
+		return ExitErrors
+	case StopSetupFailed:
+		return ExitSetupFailed
+	case StopServerLost:
+		return ExitServerLost
+	case StopInterrupted:
+		return ExitInterrupted
+	}
+	return ExitErrors
+}
+
+func stopReasonFor(ctx context.Context, otherwise StopReason) StopReason {
+	if ctx.Err() != nil {
+		return StopInterrupted
+	}
+	return otherwise
+}
+
+// finishStop decides how the run ended from what the workers saw.
+func finishStop(ctx context.Context, res *Result, e *engine) error {
+	var errCount uint64
+	for _, n := range res.Errors {
+		errCount += n
+	}
+	reason := StopCompleted
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		reason, err = StopInterrupted, errors.New("interrupted before the window closed")
+	case e.allDead():
+		reason, err = StopServerLost, fmt.Errorf("every connection failed: %w", e.firstErr())
+	case errCount > 0:
+		reason, err = StopErrors, fmt.Errorf("%d requests failed (see errors)", errCount)
+	}
+	res.Stop = Stop{Reason: reason, ExitCode: exitCodeFor(reason)}
+	if err != nil {
+		res.Stop.Error = err.Error()
+		return &RunError{Reason: reason, Err: err}
+	}
+	return nil
+}
+
+// engine is the raw engine's coordinator: it owns the workers.
+type engine struct {
+	w       Workload
+	layout  *ValueLayout
+	workers []*worker
+	stop    atomic.Bool
+	sched   *schedule
+	loop    func(*worker) // nil: the raw engine's epoll loop
+	// prefillRanges assigns each worker its keys; nil: the raw engine's
+	// per-connection ranges.
+	prefillRanges func(per int)
+	closers []func()
+
+	procStart, procEnd threadUsage
+	windowStart        time.Time
+	windowEnd          time.Time
+}
+
+func newEngine(w Workload) (*engine, error) {
+	e := &engine{w: w, layout: NewValueLayout(int64(w.ValueSz), w.Seed)}
+	// Workers block in epoll_wait; each needs a P to run when it wakes, so
+	// never let GOMAXPROCS be the queue they wait in.
+	if runtime.GOMAXPROCS(0) < w.Threads+1 {
+		runtime.GOMAXPROCS(w.Threads + 1)
+	}
+	auth := authCommand(w)
+	for i := 0; i < w.Threads; i++ {
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			e.shutdown()
+			return nil, fmt.Errorf("epoll create: %w", err)
+		}
+		wk := e.newWorker(i)
+		wk.auth, wk.epfd = auth, epfd
+		wk.noTrunc = os.Getenv("LINERATE_NO_MSG_TRUNC") == "1"
+		wk.scratch = make([]byte, scratchSize)
+		for j := range wk.scratch { // fault the pages in now
+			wk.scratch[j] = 0xff
+		}
+		e.workers = append(e.workers, wk)
+	}
+	keysPer := max(w.Keyspace/w.Connections, 1)
+	for i := 0; i < w.Connections; i++ {
+		wk := e.workers[i%w.Threads]
+		fd, err := dialRaw(w.Addr(), 5*time.Second)
+		if err == nil && auth != nil {
+			if err = authRaw(fd, auth); err != nil {
+				unix.Close(fd)
+			}
+		}
+		if err != nil {
+			e.shutdown()
+			return nil, fmt.Errorf("open connection %d to %s: %w", i, w.Addr(), err)
+		}
+		src := rand.NewSource(int64(w.Seed)*1_000_003 + int64(i))
+		c := &rconn{
+			fd: -1, index: i, wk: wk, rng: rand.New(src),
+			cmd:     make([]byte, 0, 64+2*w.KeySize),
+			q:       make([]req, w.Pipeline),
+			rbuf:    make([]byte, recvBufSize),
+			seqNext: uint32((i * keysPer) % w.Keyspace),
+		}
+		if w.KeyDist.Kind == KeyZipf {
+			c.zipf = rand.NewZipf(c.rng, w.KeyDist.Alpha, 1, uint64(w.Keyspace-1))
+		}
+		wk.conns = append(wk.conns, c)
+		if err := wk.register(c, fd); err != nil {
+			unix.Close(fd)
+			e.shutdown()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// newWorker makes a worker's recording state; the pages of its histograms
+// are faulted in here, before anything is measured.
+func (e *engine) newWorker(i int) *worker {
+	wk := &worker{id: i, cpu: -1, w: &e.w, layout: e.layout, stop: &e.stop, addr: e.w.Addr(), epfd: -1}
+	if len(e.w.CPUList) > 0 {
+		wk.cpu = e.w.CPUList[i%len(e.w.CPUList)]
+	}
+	for op := range wk.measure {
+		wk.measure[op].lat = newHistogram()
+		wk.measure[op].ttfb = newHistogram()
+	}
+	return wk
+}
+
+func (e *engine) shutdown() {
+	for _, wk := range e.workers {
+		wk.shutdown()
+	}
+	for _, f := range e.closers {
+		f()
+	}
+	e.closers = nil
+}
+
+func (e *engine) allDead() bool {
+	for _, wk := range e.workers {
+		if wk.dead == 0 || wk.dead < len(wk.conns) {
+			return false
+		}
+	}
+	return len(e.workers) > 0
+}
+
+func (e *engine) firstErr() error {
+	for _, wk := range e.workers {
+		if wk.err != nil {
+			return wk.err
+		}
+	}
+	return errors.New("connections closed by the server")
+}
+
+// runWorkers starts every worker on sched and waits, calling tick once a
+// second and cancelling on ctx.
+func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elapsed time.Duration)) {
+	e.sched = sched
+	var wg sync.WaitGroup
+	loop := e.loop
+	if loop == nil {
+		loop = (*worker).run
+	}
+	for _, wk := range e.workers {
+		wk.sched = sched
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(wk) }()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			e.stop.Store(true)
+			<-done
+			return
+		case <-t.C:
+			if tick != nil {
+				tick(time.Since(sched.base))
+			}
+		}
+	}
+}
+
+// prefill writes every key once, each connection its own range.
+func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
+	w := e.w
+	per := (w.Keyspace + w.Connections - 1) / w.Connections
+	if e.prefillRanges != nil {
+		e.prefillRanges(per)
+	} else {
+		for _, wk := range e.workers {
+			for _, c := range wk.conns {
+				lo := min(c.index*per, w.Keyspace)
+				c.seqNext, c.prefillEnd = uint32(lo), uint32(min(lo+per, w.Keyspace))
+			}
+		}
+	}
+	// Bounded: every connection may take a full request timeout per key.
+	bound := time.Duration(per+1) * w.RequestTimeout.D()
+	s := &schedule{base: time.Now(), prefillMode: true, drainEnd: int64(bound), seconds: 1}
+	e.runWorkers(ctx, s, func(el time.Duration) {
+		if progress != nil {
+			fmt.Fprintf(progress, "prefill %4.0fs  %d/%d keys\n", el.Seconds(), e.progressOps(), w.Keyspace)
+		}
+	})
+	var errs uint64
+	for _, wk := range e.workers {
+		for k := range wk.phases[0].errs {
+			errs += wk.phases[0].errs[k]
+		}
+		wk.progOps.Store(0)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("prefill interrupted")
+	}
+	if errs > 0 || e.allDead() {
+		return fmt.Errorf("prefill: %d of %d SETs failed (%v)", errs, w.Keyspace, e.firstErr())
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "prefill done: %d keys of %s\n", w.Keyspace, Size(e.layout.Size))
+	}
+	// Restore each connection's own start for sequential access.
+	keysPer := max(w.Keyspace/w.Connections, 1)
+	for _, wk := range e.workers {
+		for _, c := range wk.conns {
+			c.seqNext = uint32((c.index * keysPer) % w.Keyspace)
+		}
+	}
+	return nil
+}
+
+func (e *engine) progressOps() (n uint64) {
+	for _, wk := range e.workers {
+		n += wk.progOps.Load()
+	}
+	return n
+}
+
+func (e *engine) progressBytes() (n uint64) {
+	for _, wk := range e.workers {
+		n += wk.progBytes.Load()
+	}
+	return n
+}
+
+// measure runs warmup, the window and the drain.
+func (e *engine) measure(ctx context.Context, progress io.Writer) {
+	w := e.w
+	base := time.Now()
+	warm := int64(w.Warmup)
+	end := warm + int64(w.Duration)
+	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
+	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + int64(w.RequestTimeout), seconds: secs}
+	for _, wk := range e.workers {
+		for op := range wk.measure {
+			wk.measure[op].series = make([]secStat, secs)
+		}
+	}
+	// The process's CPU is sampled at the window's edges by a timer, off
+	// the workers' threads.
+	var procMu sync.Mutex
+	sample := func(dst *threadUsage, at *time.Time) {
+		procMu.Lock()
+		*dst, *at = getUsage(unix.RUSAGE_SELF), time.Now()
+		procMu.Unlock()
+	}
+	t1 := time.AfterFunc(time.Duration(warm), func() { sample(&e.procStart, &e.windowStart) })
+	t2 := time.AfterFunc(time.Duration(end), func() { sample(&e.procEnd, &e.windowEnd) })
+	var lastOps, lastBytes uint64
+	e.runWorkers(ctx, s, func(el time.Duration) {
+		ops, byt := e.progressOps(), e.progressBytes()
+		if progress != nil {
+			phase := "measure"
+			if el < time.Duration(warm) {
+				phase = "warmup "
+			} else if el >= time.Duration(end) {
+				phase = "drain  "
+			}
+			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %7d ops/s\n", phase, el.Seconds(),
+				time.Duration(end).Seconds(), float64(byt-lastBytes)*8/1e9, ops-lastOps)
+		}
+		lastOps, lastBytes = ops, byt
+	})
+	t1.Stop()
+	t2.Stop()
+	procMu.Lock()
+	defer procMu.Unlock()
+	now := time.Now()
+	if e.windowStart.IsZero() { // interrupted before the window opened
+		e.windowStart, e.windowEnd = now, now
+		e.procStart = getUsage(unix.RUSAGE_SELF)
+		e.procEnd = e.procStart
+	} else if e.windowEnd.IsZero() {
+		e.windowEnd = now
+		e.procEnd = getUsage(unix.RUSAGE_SELF)
+	}
+}

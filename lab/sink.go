@@ -1,0 +1,260 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sink is a RESP target that costs as little as a server can: GET answers
+// with the pre-built value for the key (valid for --verify), SET payloads
+// are dropped in the kernel. Benching against it measures the client's own
+// ceiling on a host pair.
+type Sink struct {
+	Layout   *ValueLayout
+	Keyspace int // what DBSIZE reports: every key in it "exists"
+	KeySize  int
+}
+
+// Serve accepts connections on l until ctx ends.
+func (s *Sink) Serve(ctx context.Context, l net.Listener) error {
+	var wg sync.WaitGroup
+	conns := map[net.Conn]struct{}{}
+	var mu sync.Mutex
+	go func() {
+		<-ctx.Done()
+		l.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	defer wg.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("sink accept: %w", err)
+		}
+		mu.Lock()
+		conns[c] = struct{}{}
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.serveConn(c)
+			c.Close()
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+		}()
+	}
+}
+
+type sinkConn struct {
+	s     *Sink
+	c     net.Conn
+	raw   syscall.RawConn
+	r     *bufio.Reader
+	args  [][]byte
+	bufs  net.Buffers
+	reply []byte
+	hdr   [valueHeaderLen]byte
+	tail  [valueTrailerLen + 2]byte
+}
+
+func (s *Sink) serveConn(c net.Conn) error {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return errors.New("sink needs TCP")
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, 64<<10), reply: make([]byte, 0, 64)}
+	for {
+		if err := sc.serveOne(); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// readLine reads one CRLF-terminated line.
+func (sc *sinkConn) readLine() ([]byte, error) {
+	line, err := sc.r.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("sink: malformed line %q", line)
+	}
+	return line[:len(line)-2], nil
+}
+
+// serveOne reads one command. Small arguments are kept; the value of a SET
+// (the last argument) is dropped without being copied.
+func (sc *sinkConn) serveOne() error {
+	line, err := sc.readLine()
+	if err != nil {
+		return err
+	}
+	if len(line) == 0 || line[0] != '*' {
+		return sc.simple("-ERR sink speaks RESP arrays only")
+	}
+	n, ok := parseInt(line[1:])
+	if !ok || n < 1 || n > 64 {
+		return fmt.Errorf("sink: bad array header %q", line)
+	}
+	sc.args = sc.args[:0]
+	var dropped int64 = -1
+	for i := int64(0); i < n; i++ {
+		h, err := sc.readLine()
+		if err != nil {
+			return err
+		}
+		if len(h) == 0 || h[0] != '$' {
+			return fmt.Errorf("sink: bad bulk header %q", h)
+		}
+		l, ok := parseInt(h[1:])
+		if !ok || l < 0 {
+			return fmt.Errorf("sink: bad bulk length %q", h)
+		}
+		if i == 2 && len(sc.args) == 2 && strings.EqualFold(string(sc.args[0]), "SET") {
+			if err := sc.drop(l + 2); err != nil {
+				return err
+			}
+			dropped = l
+			continue
+		}
+		if l > 1<<20 {
+			return fmt.Errorf("sink: %d-byte argument where only SET values may be large", l)
+		}
+		b := make([]byte, l+2)
+		if _, err := io.ReadFull(sc.r, b); err != nil {
+			return err
+		}
+		sc.args = append(sc.args, b[:l])
+	}
+	return sc.dispatch(dropped)
+}
+
+// drop discards n bytes: first what bufio already holds, then the rest in
+// the kernel with MSG_TRUNC.
+func (sc *sinkConn) drop(n int64) error {
+	if b := int64(sc.r.Buffered()); b > 0 {
+		k := min(b, n)
+		if _, err := sc.r.Discard(int(k)); err != nil {
+			return err
+		}
+		n -= k
+	}
+	for n > 0 {
+		var got int
+		var rerr error
+		err := sc.raw.Read(func(fd uintptr) bool {
+			got, rerr = recvDiscard(int(fd), int(min(n, maxDiscardCall)))
+			return !isAgain(rerr)
+		})
+		if err != nil {
+			return err
+		}
+		if rerr != nil {
+			return rerr
+		}
+		if got == 0 {
+			return io.EOF
+		}
+		n -= int64(got)
+	}
+	return nil
+}
+
+func (sc *sinkConn) simple(s string) error {
+	sc.reply = append(append(sc.reply[:0], s...), "\r\n"...)
+	_, err := sc.c.Write(sc.reply)
+	return err
+}
+
+func (sc *sinkConn) dispatch(dropped int64) error {
+	cmd := strings.ToUpper(string(sc.args[0]))
+	switch cmd {
+	case "GET":
+		if len(sc.args) != 2 {
+			return sc.simple("-ERR wrong number of arguments for 'get' command")
+		}
+		return sc.get(sc.args[1])
+	case "SET":
+		if dropped < 0 {
+			return sc.simple("-ERR wrong number of arguments for 'set' command")
+		}
+		return sc.simple("+OK")
+	case "PING":
+		return sc.simple("+PONG")
+	case "AUTH", "FLUSHALL", "FLUSHDB", "SELECT":
+		return sc.simple("+OK")
+	case "CLIENT":
+		return sc.simple("+OK")
+	case "DBSIZE":
+		return sc.simple(":" + strconv.Itoa(sc.s.Keyspace))
+	case "CONFIG":
+		return sc.simple("*0")
+	case "INFO":
+		info := "# Server\r\nredis_version:0.0.0\r\nserver_name:linerate-sink\r\nio_threads_active:0\r\n"
+		return sc.simple("$" + strconv.Itoa(len(info)) + "\r\n" + info)
+	}
+	return sc.simple("-ERR unknown command '" + cmd + "' (linerate sink answers GET, SET, PING, INFO, DBSIZE)")
+}
+
+// get answers with the value for key from the shared body: a vectored write
+// of the bulk header, the per-key header, the shared body and the trailer.
+func (sc *sinkConn) get(key []byte) error {
+	l := sc.s.Layout
+	id, ok := ParseKeyID(key)
+	if !ok {
+		return sc.simple("$-1")
+	}
+	sc.reply = append(strconv.AppendInt(append(sc.reply[:0], '$'), l.Size, 10), "\r\n"...)
+	sc.bufs = sc.bufs[:0]
+	if l.Size >= MinVerifiableSize {
+		l.PutHeader(sc.hdr[:], id, 0)
+		l.PutTrailer(sc.tail[:valueTrailerLen], id, 0)
+		sc.tail[valueTrailerLen], sc.tail[valueTrailerLen+1] = '\r', '\n'
+		sc.bufs = append(sc.bufs, sc.reply, sc.hdr[:], l.Body[valueHeaderLen:l.Size-valueTrailerLen], sc.tail[:])
+	} else {
+		sc.bufs = append(sc.bufs, sc.reply, l.Body[:l.Size], []byte("\r\n"))
+	}
+	bufs := sc.bufs // WriteTo consumes the slice header it is given
+	_, err := bufs.WriteTo(sc.c)
+	return err
+}
+
+// SinkListen opens the sink's listener with a large accept backlog.
+func SinkListen(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	return lc.Listen(context.Background(), "tcp", addr)
+}

@@ -1,0 +1,110 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteSummary prints the human summary of a run: one row per operation,
+// then errors, client cost and notes.
+func WriteSummary(out io.Writer, r *Result) {
+	w := r.Workload
+	fmt.Fprintf(out, "linerate %s  %s  engine %s (%s)\n", r.Linerate.Version, r.RunID, r.Engine.Name, r.Engine.Discard)
+	if r.Server != nil {
+		fmt.Fprintf(out, "server    %s %s at %s", r.Server.Name, r.Server.Version, w.Addr())
+		if t := r.Server.Config["io-threads"]; t != "" {
+			fmt.Fprintf(out, "  io-threads %s", t)
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "workload  -s %d (%s)  -r %s  -c %d  -P %d  -t %d  -n %d  --key-size %d  verify %s",
+		int64(w.ValueSz), w.ValueSz, w.Ratio, w.Connections, w.Pipeline, w.Threads, w.Keyspace, w.KeySize, w.Verify)
+	if len(w.CPUList) > 0 {
+		fmt.Fprintf(out, "  --cpu-list %s", w.CPUList)
+	}
+	fmt.Fprintf(out, "\nwindow    %s measured of %s after %s warmup\n\n", r.Window.Measured.D().Round(1e6), r.Window.Requested, r.Window.Warmup)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tGbps\tops/s\tp50\tp90\tp99\tp99.9\tmax\tmean\tTTFB p99\terrors\t")
+	for _, op := range []Op{OpGet, OpSet} {
+		o, found := r.Ops[op]
+		if !found {
+			continue
+		}
+		ttfb := "-"
+		if o.TTFB != nil && o.TTFB.Count > 0 {
+			ttfb = FormatUs(o.TTFB.P99)
+		}
+		var errs uint64
+		for _, n := range o.Errors {
+			errs += n
+		}
+		l := o.Latency
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", op, o.Gbps, o.OpsPerSec,
+			FormatUs(l.P50), FormatUs(l.P90), FormatUs(l.P99), FormatUs(l.P999), FormatUs(l.Max), FormatUs(l.Mean), ttfb, errs)
+	}
+	tw.Flush()
+
+	if len(r.Errors) > 0 {
+		kinds := make([]string, 0, len(r.Errors))
+		for k, n := range r.Errors {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(out, "\nerrors    %s (whole run, all phases)\n", strings.Join(kinds, " "))
+	}
+	if g := r.Ops[OpGet]; g != nil && g.Misses > 0 {
+		fmt.Fprintf(out, "misses    %d GETs found no key (not counted as throughput)\n", g.Misses)
+	}
+	c := r.Client
+	fmt.Fprintf(out, "\nclient    %.2f CPU-s (%.2f user, %.2f sys)  %.3f CPU-s/GB  busiest worker %.0f%%  %.2f minor faults/op\n",
+		c.ProcessUserSec+c.ProcessSysSec, c.ProcessUserSec, c.ProcessSysSec, c.CPUSecPerGB, c.MaxWorkerBusy*100, c.MinorFaultsPerOp)
+	for _, n := range r.Notes {
+		fmt.Fprintf(out, "note      %s\n", n)
+	}
+	fmt.Fprintf(out, "stop      %s", r.Stop.Reason)
+	if r.Stop.Error != "" {
+		fmt.Fprintf(out, ": %s", r.Stop.Error)
+	}
+	fmt.Fprintln(out)
+}
+
+// FormatUs prints microseconds in the unit a reader expects: 850us, 2.4ms, 1.02s.
+func FormatUs(us float64) string {
+	switch {
+	case us <= 0:
+		return "-"
+	case us < 1000:
+		return fmt.Sprintf("%.0fus", us)
+	case us < 10_000:
+		return fmt.Sprintf("%.2fms", us/1000)
+	case us < 1_000_000:
+		return fmt.Sprintf("%.1fms", us/1000)
+	}
+	return fmt.Sprintf("%.2fs", us/1e6)
+}
+
+// CeilingNotes compares a run with a run of the same operations against
+// `linerate sink`, the client's own ceiling on this host pair.
+func CeilingNotes(r, sink *Result) []string {
+	var notes []string
+	for op, o := range r.Ops {
+		s, found := sink.Ops[op]
+		if !found || s.Gbps <= 0 {
+			notes = append(notes, fmt.Sprintf("ceiling: the sink record has no %s figure to compare with", op))
+			continue
+		}
+		frac := o.Gbps / s.Gbps
+		verdict := "well below the client's ceiling: the server (or link) is the limit"
+		if frac >= 0.9 {
+			verdict = "near the client's ceiling: the figure may be the client's, not the server's"
+		}
+		notes = append(notes, fmt.Sprintf("ceiling: %s at %.0f%% of %.2f Gbps measured against linerate sink (%s values): %s",
+			op, frac*100, s.Gbps, sink.Workload.ValueSz, verdict))
+	}
+	sort.Strings(notes)
+	return notes
+}

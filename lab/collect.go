@@ -10,8 +10,8 @@ import (
 
 // Thresholds for the notes a record carries about the client itself.
 const (
-	clientBusyLimit   = 0.90 // a worker this busy may be what limited the run
-	faultsPerOpLimit  = 1.0  // more than this means the client touched fresh memory per request
+	clientBusyLimit  = 0.90 // a worker this busy may be what limited the run
+	faultsPerOpLimit = 1.0  // more than this means the client touched fresh memory per request
 )
 
 // collect merges the workers' state into res, after they stopped.

@@ -33,8 +33,8 @@ type Result struct {
 	Abandoned uint64      `json:"abandoned"`
 	Engine    EngineInfo  `json:"engine"`
 	Client    ClientUsage `json:"client"`
-	Stop   Stop                 `json:"stop"`
-	Notes  []string             `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
+	Stop      Stop        `json:"stop"`
+	Notes     []string    `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
 }
 
 // EngineInfo says which engine measured and how it consumed payloads.
@@ -102,10 +102,10 @@ type OpResult struct {
 	// Latency is first byte sent to last byte received, in microseconds.
 	Latency LatencySummary `json:"latency_us"`
 	// TTFB is first byte sent to first reply byte received; GET only.
-	TTFB   *LatencySummary     `json:"ttfb_us,omitempty"`
-	Misses uint64              `json:"misses"` // nil replies for keys never written
-	Verify VerifyCounts        `json:"verify"`
-	Series []SecondSample      `json:"series"`
+	TTFB   *LatencySummary      `json:"ttfb_us,omitempty"`
+	Misses uint64               `json:"misses"` // nil replies for keys never written
+	Verify VerifyCounts         `json:"verify"`
+	Series []SecondSample       `json:"series"`
 	Errors map[ErrorKind]uint64 `json:"errors,omitempty"`
 }
 
@@ -145,25 +145,25 @@ type SecondSample struct {
 type ErrorKind string
 
 const (
-	ErrWrongLength ErrorKind = "wrong_length"  // bulk length differs from the value size
-	ErrBadContent  ErrorKind = "bad_content"   // header, trailer or body did not match
+	ErrWrongLength ErrorKind = "wrong_length" // bulk length differs from the value size
+	ErrBadContent  ErrorKind = "bad_content"  // header, trailer or body did not match
 	ErrNilPrefill  ErrorKind = "nil_after_prefill"
 	ErrServer      ErrorKind = "server_error" // -ERR and friends
 	ErrProtocol    ErrorKind = "protocol"     // a reply that is not RESP we expect
 	ErrTimeout     ErrorKind = "timeout"
-	ErrConnReset   ErrorKind = "connection"   // reset, EOF, refused on reconnect
+	ErrConnReset   ErrorKind = "connection" // reset, EOF, refused on reconnect
 )
 
 // ClientUsage is the client's own cost: if it ran out of CPU or faulted in
 // memory per request, the run measured the client, not the server.
 type ClientUsage struct {
-	ProcessUserSec   float64        `json:"process_user_sec"`
-	ProcessSysSec    float64        `json:"process_sys_sec"`
-	MinorFaults      int64          `json:"minor_faults"`
-	MinorFaultsPerOp float64        `json:"minor_faults_per_op"`
-	CPUSecPerGB      float64        `json:"cpu_sec_per_gb"`
-	Workers          []WorkerUsage  `json:"workers"`
-	MaxWorkerBusy    float64        `json:"max_worker_busy"` // fraction of one CPU, busiest worker
+	ProcessUserSec   float64       `json:"process_user_sec"`
+	ProcessSysSec    float64       `json:"process_sys_sec"`
+	MinorFaults      int64         `json:"minor_faults"`
+	MinorFaultsPerOp float64       `json:"minor_faults_per_op"`
+	CPUSecPerGB      float64       `json:"cpu_sec_per_gb"`
+	Workers          []WorkerUsage `json:"workers"`
+	MaxWorkerBusy    float64       `json:"max_worker_busy"` // fraction of one CPU, busiest worker
 }
 
 // WorkerUsage is one worker thread's CPU over the measured window.
@@ -189,9 +189,9 @@ type StopReason string
 
 const (
 	StopCompleted   StopReason = "completed"
-	StopInterrupted StopReason = "interrupted"   // Ctrl-C or context cancelled
-	StopServerLost  StopReason = "server_lost"   // every connection failed and could not reconnect
-	StopSetupFailed StopReason = "setup_failed"  // connect, auth, prefill
+	StopInterrupted StopReason = "interrupted"  // Ctrl-C or context cancelled
+	StopServerLost  StopReason = "server_lost"  // every connection failed and could not reconnect
+	StopSetupFailed StopReason = "setup_failed" // connect, auth, prefill
 	StopErrors      StopReason = "completed_with_errors"
 )
 

@@ -173,7 +173,7 @@ type engine struct {
 	// prefillRanges assigns each worker its keys; nil: the raw engine's
 	// per-connection ranges.
 	prefillRanges func(per int)
-	closers []func()
+	closers       []func()
 
 	procStart, procEnd threadUsage
 	windowStart        time.Time

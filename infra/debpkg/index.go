@@ -315,3 +315,29 @@ func (ix *Index) pickLibrary(from *Package, alts []Relation) (*Package, error) {
 	}
 	return nil, nil
 }
+
+// Combine returns an index that looks in primary first and then in
+// secondary: a backports suite is only a layer over its base suite, and
+// like apt (which pins backports low) the base's version is preferred when
+// it satisfies a dependency.
+func Combine(name string, primary, secondary *Index) *Index {
+	ix := &Index{Suite: name, packages: map[string][]*Package{}, provides: map[string][]*Package{}}
+	for _, src := range []*Index{primary, secondary} {
+		for n, l := range src.packages {
+			ix.packages[n] = append(ix.packages[n], l...)
+		}
+		for n, l := range src.provides {
+			ix.provides[n] = append(ix.provides[n], l...)
+		}
+	}
+	return ix
+}
+
+// BaseSuite is the suite a backports suite layers over ("bookworm" for
+// "bookworm-backports"), or suite itself.
+func BaseSuite(suite string) string {
+	if b, ok := strings.CutSuffix(suite, "-backports"); ok {
+		return b
+	}
+	return suite
+}

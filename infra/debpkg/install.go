@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/linerate/linerate/infra/home"
@@ -25,6 +26,9 @@ type Installer struct {
 	Arch       string        // dpkg architecture; default the running binary's
 	MaxListAge time.Duration // re-run apt-get update after this; default 24h
 	Log        io.Writer     // progress lines; nil for none
+
+	mu      sync.Mutex
+	indexes map[string]*Index // parsed once per Installer
 }
 
 // Request names what to put in a root.
@@ -127,10 +131,94 @@ func (in *Installer) Index(ctx context.Context, suite string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.mu.Lock()
+	ix := in.indexes[suite]
+	in.mu.Unlock()
+	if ix != nil {
+		return ix, nil
+	}
 	if err := a.Update(ctx, in.maxAge()); err != nil {
 		return nil, err
 	}
-	return a.Index()
+	if ix, err = a.Index(); err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	if in.indexes == nil {
+		in.indexes = map[string]*Index{}
+	}
+	in.indexes[suite] = ix
+	in.mu.Unlock()
+	return ix, nil
+}
+
+// Indexes returns the indexes of several suites, updated and parsed in
+// parallel (each suite has its own private apt, so they do not contend).
+func (in *Installer) Indexes(ctx context.Context, suites []string) (map[string]*Index, error) {
+	out := make(map[string]*Index, len(suites))
+	errs := make([]error, len(suites))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, s := range suites {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ix, err := in.Index(ctx, s)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			out[s] = ix
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// runtimeIndex is where a closure is resolved: the suite itself, or for a
+// backports suite the backports layer over its base suite.
+func (in *Installer) runtimeIndex(ctx context.Context, suite string) (*Index, error) {
+	base := BaseSuite(suite)
+	if base == suite {
+		return in.Index(ctx, suite)
+	}
+	idx, err := in.Indexes(ctx, []string{base, suite})
+	if err != nil {
+		return nil, err
+	}
+	return Combine(suite, idx[base], idx[suite]), nil
+}
+
+// download fetches each package from its own suite's private apt.
+func (in *Installer) download(ctx context.Context, pkgs []*Package) ([]string, error) {
+	out := make([]string, len(pkgs))
+	bySuite := map[string][]int{}
+	for i, p := range pkgs {
+		bySuite[p.Suite] = append(bySuite[p.Suite], i)
+	}
+	for suite, idx := range bySuite {
+		a, err := in.apt(suite)
+		if err != nil {
+			return nil, err
+		}
+		group := make([]*Package, len(idx))
+		for j, i := range idx {
+			group[j] = pkgs[i]
+		}
+		paths, err := a.Download(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out[i] = paths[j]
+		}
+	}
+	return out, nil
 }
 
 // Resolve finds the packages of req and their library closure without
@@ -143,11 +231,9 @@ func (in *Installer) Resolve(ctx context.Context, req Request) (pkgs, libs []*Pa
 	if err != nil {
 		return nil, nil, err
 	}
-	rix := ix
-	if req.runtime() != req.Suite {
-		if rix, err = in.Index(ctx, req.runtime()); err != nil {
-			return nil, nil, err
-		}
+	rix, err := in.runtimeIndex(ctx, req.runtime())
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, name := range req.Packages {
 		var p *Package
@@ -202,19 +288,11 @@ func (in *Installer) Install(ctx context.Context, root string, req Request) (*Re
 		return nil, err
 	}
 	in.logf("resolve: %s + %d libraries from %s", names(pkgs), len(libs), req.runtime())
-	src, err := in.apt(req.Suite)
+	debs, err := in.download(ctx, pkgs)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := in.apt(req.runtime())
-	if err != nil {
-		return nil, err
-	}
-	debs, err := src.Download(ctx, pkgs)
-	if err != nil {
-		return nil, err
-	}
-	libDebs, err := rt.Download(ctx, libs)
+	libDebs, err := in.download(ctx, libs)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +303,7 @@ func (in *Installer) Install(ctx context.Context, root string, req Request) (*Re
 	if err := relativizeSymlinks(root); err != nil {
 		return nil, fmt.Errorf("fix symlinks in %s: %w", root, err)
 	}
-	pe, err := in.patchelf(ctx, req.runtime())
+	pe, err := in.patchelf(ctx, BaseSuite(req.runtime()))
 	if err != nil {
 		return nil, err
 	}
@@ -339,11 +417,7 @@ func (in *Installer) patchelf(ctx context.Context, suite string) (patchelf, erro
 		if err != nil {
 			return patchelf{}, fmt.Errorf("get patchelf: %w", err)
 		}
-		a, err := in.apt(suite)
-		if err != nil {
-			return patchelf{}, err
-		}
-		debs, err := a.Download(ctx, append(pkgs, libs...))
+		debs, err := in.download(ctx, append(pkgs, libs...))
 		if err != nil {
 			return patchelf{}, fmt.Errorf("get patchelf: %w", err)
 		}

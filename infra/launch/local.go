@@ -1,0 +1,378 @@
+package launch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/debpkg"
+)
+
+// Errors a caller can tell apart.
+var (
+	ErrPortInUse   = errors.New("port in use")
+	ErrExitedEarly = errors.New("server exited during start")
+	ErrNotReady    = errors.New("server did not become ready")
+)
+
+// Local starts a server binary on this host. Binary is a version from the
+// store (servers.Store.Launcher builds one) or any build the user names.
+// The binary is executed by its own path, so the process and its main
+// thread carry its file name (valkey-server), which per-thread CPU
+// attribution relies on.
+type Local struct {
+	Binary   string               // absolute path of the server executable
+	Identity infra.ServerIdentity // what records say ran; Kind/Version fill settings left empty
+	ProcRoot string               // default /proc; a fixture tree in tests
+}
+
+// Start implements infra.Launcher.
+func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server, error) {
+	if s.Kind == "" {
+		s.Kind = l.Identity.Kind
+	}
+	if s.Version == "" {
+		s.Version = l.Identity.Version
+	}
+	if s.Bind == "" {
+		s.Bind = "127.0.0.1"
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := debpkg.CheckBinary(l.Binary, debpkg.DpkgArch(runtime.GOARCH)); err != nil {
+		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+	}
+	if s.Port == 0 {
+		p, err := FreePort(s.Bind)
+		if err != nil {
+			return nil, err
+		}
+		s.Port = p
+	} else if err := portFree(s.Bind, s.Port); err != nil {
+		return nil, err
+	}
+	args, err := s.Args()
+	if err != nil {
+		return nil, err
+	}
+	logDir := s.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "linerate-server-"); err != nil {
+			return nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
+		}
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
+	}
+	logPath := filepath.Join(logDir, "server.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+	}
+	defer logf.Close()
+
+	cmd := exec.Command(l.Binary, args...)
+	cmd.Dir = logDir // anything the server writes (dump files) stays beside the log
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), s.Env...)
+	// Its own process group: the operator's Ctrl-C reaches linerate, which
+	// then stops the server cleanly, not the server first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	started := time.Now()
+	if err := startPinned(cmd, s.CPUs); err != nil {
+		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+	}
+	id := l.Identity
+	id.Env = append(append([]string(nil), id.Env...), s.Env...)
+	if id.Kind == "" {
+		id.Kind = s.KindOrDefault()
+	}
+	id.BinarySHA = fileSHA256(l.Binary)
+	srv := &localServer{
+		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
+		procRoot: l.ProcRoot,
+	}
+	if srv.procRoot == "" {
+		srv.procRoot = "/proc"
+	}
+	srv.facts = infra.ServerFacts{Identity: id, Argv: append([]string{l.Binary}, args...), PID: cmd.Process.Pid,
+		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started}
+	go srv.wait()
+	if err := srv.ready(ctx, s); err != nil {
+		_ = srv.Stop(context.Background())
+		return nil, err
+	}
+	srv.facts.ReadyAfter = time.Since(started)
+	if err := srv.capture(ctx); err != nil {
+		_ = srv.Stop(context.Background())
+		return nil, err
+	}
+	if s.CPUs != "" {
+		if err := CheckPinned(srv.facts.Threads, s.CPUs); err != nil {
+			_ = srv.Stop(context.Background())
+			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+		}
+	}
+	if s.Version != "" && ReportedVersion(srv.facts.InfoServer) != "" && ReportedVersion(srv.facts.InfoServer) != s.Version {
+		_ = srv.Stop(context.Background())
+		return nil, fmt.Errorf("start %s: it reports version %s, expected %s", l.Binary, ReportedVersion(srv.facts.InfoServer), s.Version)
+	}
+	if srv.facts.Identity.Version == "" {
+		srv.facts.Identity.Version = ReportedVersion(srv.facts.InfoServer)
+	}
+	return srv, nil
+}
+
+// startPinned starts cmd with the CPU affinity cpus (none when empty). The
+// affinity is set on a locked OS thread right before the fork, so the child
+// inherits it from its first instruction and every thread it makes does
+// too. That thread is never unlocked: it exits with its goroutine instead of
+// returning to Go's pool with a narrowed affinity.
+func startPinned(cmd *exec.Cmd, cpus string) error {
+	if cpus == "" {
+		return cmd.Start()
+	}
+	list, err := infra.ParseCPUList(cpus)
+	if err != nil {
+		return err
+	}
+	var set unix.CPUSet
+	set.Zero()
+	for _, c := range list {
+		set.Set(c)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errc <- fmt.Errorf("pin to cpus %s: %w", cpus, err)
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
+}
+
+// FreePort asks the kernel for a free TCP port on bind.
+func FreePort(bind string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on %s: %w", bind, err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(bind string, port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("%w: %s:%d (%v); pick another port or stop what listens there", ErrPortInUse, bind, port, err)
+	}
+	return ln.Close()
+}
+
+func fileSHA256(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+type localServer struct {
+	cmd      *exec.Cmd
+	settings infra.ServerSettings
+	logPath  string
+	procRoot string
+	facts    infra.ServerFacts
+
+	mu       sync.Mutex
+	stopping bool
+	exit     infra.Exit
+	done     chan struct{} // closed when the process has been reaped
+	exited   chan infra.Exit
+}
+
+func (s *localServer) Addr() string              { return s.facts.Addr }
+func (s *localServer) Facts() infra.ServerFacts  { return s.facts }
+func (s *localServer) Exited() <-chan infra.Exit { return s.exited }
+func (s *localServer) LogPath() string           { return s.logPath }
+
+// wait reaps the process and reports an end nobody asked for.
+func (s *localServer) wait() {
+	err := s.cmd.Wait()
+	e := infra.Exit{Code: s.cmd.ProcessState.ExitCode(), Err: err}
+	if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = unix.SignalName(ws.Signal())
+		if e.Signal == "" {
+			e.Signal = ws.Signal().String()
+		}
+	}
+	s.mu.Lock()
+	e.Expected = s.stopping
+	s.exit = e
+	s.mu.Unlock()
+	if !e.Expected {
+		e.LogTail = tail(s.logPath, 20)
+		s.exit.LogTail = e.LogTail
+		s.exited <- e
+	}
+	close(s.exited)
+	close(s.done)
+}
+
+func (s *localServer) client(timeout time.Duration) (valkey.Client, error) {
+	opt := valkey.ClientOption{
+		InitAddress:       []string{s.facts.Addr},
+		DisableCache:      true,
+		AlwaysRESP2:       true, // KeyDB, Garnet and old Redis speak it too
+		ForceSingleClient: true,
+		DisableRetry:      true,
+		ClientSetInfo:     valkey.DisableClientSetInfo,
+		Password:          s.settings.RequirePass,
+		Dialer:            net.Dialer{Timeout: timeout},
+		ConnWriteTimeout:  10 * time.Second,
+	}
+	if s.settings.User != nil {
+		opt.Username, opt.Password = s.settings.User.Name, s.settings.User.Password
+	}
+	return valkey.NewClient(opt)
+}
+
+// ready polls PING until the server answers, it exits, or the start
+// timeout passes.
+func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error {
+	timeout := set.StartTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		select {
+		case <-s.done:
+			return fmt.Errorf("start %s: %w (%s); log tail:\n%s", s.facts.Argv[0], ErrExitedEarly, s.exit, tail(s.logPath, 20))
+		default:
+		}
+		c, err := s.client(time.Second)
+		if err == nil {
+			err = c.Do(ctx, c.B().Ping().Build()).Error()
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-s.done:
+			continue // reported at the top of the loop
+		case <-ctx.Done():
+			return fmt.Errorf("start %s: %w after %s: %v; log tail:\n%s", s.facts.Argv[0], ErrNotReady, timeout, last, tail(s.logPath, 20))
+		case <-time.After(delay):
+		}
+	}
+}
+
+// capture records INFO server, INFO memory, the effective configuration
+// and every thread's CPU list.
+func (s *localServer) capture(ctx context.Context) error {
+	c, err := s.client(5 * time.Second)
+	if err != nil {
+		return fmt.Errorf("capture facts from %s: %w", s.facts.Addr, err)
+	}
+	defer c.Close()
+	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return fmt.Errorf("capture INFO server from %s: %w", s.facts.Addr, err)
+	}
+	s.facts.InfoServer = ParseInfo(info)
+	mem, err := c.Do(ctx, c.B().Info().Section("memory").Build()).ToString()
+	if err != nil {
+		return fmt.Errorf("capture INFO memory from %s: %w", s.facts.Addr, err)
+	}
+	s.facts.InfoMemory = ParseInfo(mem)
+	s.facts.Config = map[string]string{}
+	for _, k := range infra.ConfigKeys {
+		// One key per call: multi-key CONFIG GET is Redis 7+ only.
+		arr, err := c.Do(ctx, c.B().ConfigGet().Parameter(k).Build()).ToArray()
+		if err != nil || len(arr) < 2 {
+			continue // the version lacks the setting
+		}
+		v, _ := arr[1].ToString()
+		s.facts.Config[k] = v
+	}
+	threads, err := ThreadAffinity(s.procRoot, s.facts.PID)
+	if err != nil {
+		return err
+	}
+	s.facts.Threads = threads
+	return nil
+}
+
+// Stop implements infra.Server.
+func (s *localServer) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	step := s.settings.StopTimeout
+	if step <= 0 {
+		step = 5 * time.Second
+	}
+	if c, err := s.client(time.Second); err == nil {
+		sctx, cancel := context.WithTimeout(ctx, step)
+		_ = c.Do(sctx, c.B().Shutdown().Nosave().Build()).Error() // the connection closing is the answer
+		cancel()
+		c.Close()
+	}
+	if s.waitDone(ctx, step) {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if s.waitDone(ctx, step) {
+		return fmt.Errorf("stop %s: SHUTDOWN NOSAVE did not end it within %s; SIGTERM did", s.facts.Addr, step)
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	return fmt.Errorf("stop %s: neither SHUTDOWN NOSAVE nor SIGTERM ended it; killed; log at %s", s.facts.Addr, s.logPath)
+}
+
+func (s *localServer) waitDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}

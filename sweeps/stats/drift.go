@@ -1,0 +1,119 @@
+package stats
+
+import "math"
+
+// DriftOptions tune AnalyzeDrift. Zero values take the defaults.
+type DriftOptions struct {
+	// MinChange is the relative change that matters (default 0.03, 3%):
+	// smaller shifts are reported but do not make a verdict.
+	MinChange float64
+	// Alpha is the significance level for the tests (default 0.001: the
+	// seconds of one run are correlated, so p-values are optimistic and the
+	// bar is set high).
+	Alpha float64
+	// MinSegment is the fewest seconds either side of a step (default 5).
+	MinSegment int
+}
+
+func (o DriftOptions) withDefaults() DriftOptions {
+	if o.MinChange <= 0 {
+		o.MinChange = 0.03
+	}
+	if o.Alpha <= 0 {
+		o.Alpha = 0.001
+	}
+	if o.MinSegment <= 0 {
+		o.MinSegment = 5
+	}
+	return o
+}
+
+// Verdicts of AnalyzeDrift.
+const (
+	DriftStable   = "stable"
+	DriftTrend    = "drift" // the last third differs from the first
+	DriftStep     = "step"  // the level changed at one point
+	DriftTooShort = "too-short"
+)
+
+// Drift is a per-second series judged for stability.
+type Drift struct {
+	N          int     `json:"n"`
+	Verdict    string  `json:"verdict"`
+	FirstThird Summary `json:"first_third"`
+	LastThird  Summary `json:"last_third"`
+	// Change is (last third mean - first third mean) / first third mean.
+	Change float64 `json:"change"`
+	Test   Welch   `json:"test"` // first vs last third
+	Step   *Step   `json:"step,omitempty"`
+}
+
+// Step is the most likely single change of level.
+type Step struct {
+	At     int     `json:"at"` // index of the first sample at the new level
+	Before float64 `json:"before_mean"`
+	After  float64 `json:"after_mean"`
+	Change float64 `json:"change"` // (after-before)/before
+	Test   Welch   `json:"test"`
+}
+
+// AnalyzeDrift compares the first and last thirds of a series and looks
+// for one step change: the split that best separates two flat levels.
+// A steady ramp is reported as drift, not as a step, because neither side
+// of its best split is flat.
+func AnalyzeDrift(xs []float64, opt DriftOptions) Drift {
+	opt = opt.withDefaults()
+	d := Drift{N: len(xs), Verdict: DriftStable}
+	if len(xs) < 3*2 || len(xs) < 2*opt.MinSegment {
+		d.Verdict = DriftTooShort
+		return d
+	}
+	third := len(xs) / 3
+	first, last := xs[:third], xs[len(xs)-third:]
+	d.FirstThird, d.LastThird = Describe(first), Describe(last)
+	d.Change = relChange(d.FirstThird.Mean, d.LastThird.Mean)
+	d.Test, _ = WelchTest(last, first)
+	if math.Abs(d.Change) >= opt.MinChange && d.Test.P < opt.Alpha {
+		d.Verdict = DriftTrend
+	}
+
+	best, bestT := -1, 0.0
+	for k := opt.MinSegment; k <= len(xs)-opt.MinSegment; k++ {
+		w, ok := WelchTest(xs[k:], xs[:k])
+		if ok && math.Abs(w.T) > bestT {
+			best, bestT = k, math.Abs(w.T)
+		}
+	}
+	if best < 0 {
+		return d
+	}
+	left, right := xs[:best], xs[best:]
+	w, _ := WelchTest(right, left)
+	s := &Step{At: best, Before: Mean(left), After: Mean(right), Test: w}
+	s.Change = relChange(s.Before, s.After)
+	if math.Abs(s.Change) >= opt.MinChange && w.P < opt.Alpha &&
+		flat(left, opt.MinChange/2) && flat(right, opt.MinChange/2) {
+		d.Step = s
+		d.Verdict = DriftStep
+	}
+	return d
+}
+
+// flat says whether a segment's halves differ by less than tol.
+func flat(xs []float64, tol float64) bool {
+	if len(xs) < 4 {
+		return true
+	}
+	h := len(xs) / 2
+	return math.Abs(relChange(Mean(xs[:h]), Mean(xs[h:]))) < tol
+}
+
+func relChange(from, to float64) float64 {
+	if from == 0 {
+		if to == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return (to - from) / math.Abs(from)
+}

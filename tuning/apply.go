@@ -144,7 +144,7 @@ func Revert(ctx context.Context, h Host, snap Snapshot) error {
 		}
 	}
 	for _, s := range want.Sysctls {
-		if got, err := readSysctl(h.FS, s.Name); err == nil && got == s.Value {
+		if got, err := readSysctl(h.FS, s.Name); err == nil && normalizeSysctl(got) == normalizeSysctl(s.Value) {
 			continue
 		}
 		if err := writeValue(h.FS, sysctlPath(s.Name), s.Value); err != nil {

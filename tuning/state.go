@@ -123,7 +123,9 @@ func readSysctl(f FS, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read sysctl %s: %w", name, err)
 	}
-	return normalizeSysctl(string(b)), nil
+	// Kept as the kernel prints it (tabs in tcp_rmem), so revert writes
+	// back exactly what was there; comparisons normalize whitespace.
+	return strings.TrimRight(string(b), "\n"), nil
 }
 
 // normalizeSysctl makes "4096 131072 6291456" equal the kernel's
@@ -193,7 +195,7 @@ func diff(cur State, d Desired) []Change {
 		cs[s.Name] = s.Value
 	}
 	for _, s := range d.Sysctls {
-		if got := cs[s.Name]; got != normalizeSysctl(s.Value) {
+		if got := normalizeSysctl(cs[s.Name]); got != normalizeSysctl(s.Value) {
 			out = append(out, Change{What: "sysctl", Object: s.Name, Path: sysctlPath(s.Name), From: got, To: normalizeSysctl(s.Value)})
 		}
 	}
@@ -262,4 +264,3 @@ func configSummary(c string) string {
 	}
 	return strings.Join(parts, " ")
 }
-

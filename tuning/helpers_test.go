@@ -1,0 +1,82 @@
+package tuning
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Fixture hosts in testdata, by short name.
+var fixtures = map[string]string{
+	"graviton": "testdata/graviton-c8gn16xl.txtar",
+	"x86":      "testdata/x86-smt-2numa.txtar",
+	"vm":       "testdata/vm-2cpu.txtar",
+}
+
+// fixtureHost expands a fixture into a fresh temporary directory, so tests
+// that apply change a copy.
+func fixtureHost(t *testing.T, name string) (Host, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := ExpandFixtureFile(fixtures[name], dir); err != nil {
+		t.Fatal(err)
+	}
+	return NewFixtureHost(dir), dir
+}
+
+// readTree returns every regular file under dir by relative path, skipping
+// the fixture's own state directory.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() || d.Type()&fs.ModeSymlink != 0 || strings.HasPrefix(rel, "_fixture") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readFixtureFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func writeFixtureFile(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func loadProfile(t *testing.T, path string) Profile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseProfile(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return p
+}
+
+var bg = context.Background()

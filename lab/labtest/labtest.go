@@ -1,0 +1,184 @@
+// Package labtest starts real servers for tests: redis-server from Debian's
+// packages (installed by .ci/setup) on a free loopback port, and the
+// linerate binary built from this checkout.
+package labtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Need fails the test when a tool is missing in CI, and skips it with the
+// reason elsewhere: in CI a missing dependency is a failure, never a skip.
+func Need(t testing.TB, tool string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed; .ci/setup installs it (make setup)", tool)
+	}
+	t.Skipf("%s is not installed; run make setup", tool)
+	return ""
+}
+
+// Server is a redis-server started for one test.
+type Server struct {
+	Port int
+	Addr string
+	Cmd  *exec.Cmd
+	Log  string
+	done chan struct{}
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartRedis starts redis-server on loopback with persistence off and
+// stops it when the test ends. Extra args are appended ("--requirepass", "x").
+func StartRedis(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	bin := Need(t, "redis-server")
+	dir := t.TempDir()
+	for attempt := 0; attempt < 3; attempt++ {
+		port := FreePort(t)
+		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
+		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", s.Log, "--protected-mode", "no"}, extra...)
+		s.Cmd = exec.Command(bin, args...)
+		if err := s.Cmd.Start(); err != nil {
+			t.Fatalf("start redis-server: %v", err)
+		}
+		go func() { _ = s.Cmd.Wait(); close(s.done) }()
+		if waitReady(s.Addr, s.done, 5*time.Second) {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		s.Stop()
+	}
+	t.Fatalf("redis-server did not start; log:\n%s", tail(filepath.Join(dir, "server.log")))
+	return nil
+}
+
+func waitReady(addr string, done chan struct{}, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (s *Server) Kill() {
+	_ = s.Cmd.Process.Kill()
+	<-s.done
+}
+
+// Stop ends the server if it still runs.
+func (s *Server) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.Cmd.Process.Kill()
+	<-s.done
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/linerate once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "linerate-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "linerate")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/linerate")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// InfoStats reads INFO stats / commandstats fields over a plain socket, so
+// tests can check the client's counts against the server's own.
+func Info(t testing.TB, addr, section string) map[string]string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "INFO %s\r\n", section)
+	r := bufio.NewReader(c)
+	h, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(h, "$") {
+		t.Fatalf("INFO %s: %q %v", section, h, err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(h[1:]))
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(buf), "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			m[k] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,389 @@
+package lab_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+func shortWorkload(port int) lab.Workload {
+	return lab.Workload{
+		Host: "127.0.0.1", Port: port, Connections: 4, Threads: 2, Keyspace: 16,
+		ValueSz: 256 << 10, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second),
+		Seed: 7,
+	}
+}
+
+func counter(t *testing.T, m map[string]string, k string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(m[k], 64)
+	if err != nil {
+		t.Fatalf("INFO field %s = %q", k, m[k])
+	}
+	return v
+}
+
+// cmdCalls reads calls=N from a commandstats line.
+func cmdCalls(m map[string]string, cmd string) uint64 {
+	for _, f := range strings.Split(m["cmdstat_"+cmd], ",") {
+		if v, ok := strings.CutPrefix(f, "calls="); ok {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// The client's own counts must agree with the server's: wire bytes within
+// 1 %, requests exactly.
+func TestCountsMatchServer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ratio   lab.Ratio
+		prefill bool
+	}{
+		{"GET", lab.Ratio{Gets: 100}, true},
+		{"SET", lab.Ratio{Sets: 100}, false},
+		{"mix", lab.Ratio{Gets: 70, Sets: 30}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := labtest.StartRedis(t)
+			w := shortWorkload(srv.Port)
+			w.Ratio, w.Prefill = tc.ratio, tc.prefill
+			// What the control plane costs (PING, INFO, CONFIG GET) is
+			// measured on its own first and taken off: the data plane's
+			// bytes are what linerate counts.
+			base0 := labtest.Info(t, srv.Addr, "stats")
+			ctl, err := lab.DialControl(context.Background(), w.Resolve())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ctl.ServerInfo(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.prefill {
+				_, _ = ctl.DBSize(context.Background())
+			}
+			ctl.Close()
+			before := labtest.Info(t, srv.Addr, "stats")
+			ctlIn := counter(t, before, "total_net_input_bytes") - counter(t, base0, "total_net_input_bytes")
+			ctlOut := counter(t, before, "total_net_output_bytes") - counter(t, base0, "total_net_output_bytes")
+			res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			after := labtest.Info(t, srv.Addr, "stats")
+			cmds := labtest.Info(t, srv.Addr, "commandstats")
+
+			var sent, recvd uint64
+			ops := map[lab.Op]uint64{}
+			for _, p := range res.Phases {
+				sent += p.WireSent
+				recvd += p.WireRecvd
+				for op, n := range p.Ops {
+					ops[op] += n
+				}
+			}
+			if res.Abandoned != 0 {
+				t.Fatalf("%d requests abandoned; the counts cannot be compared", res.Abandoned)
+			}
+			in := counter(t, after, "total_net_input_bytes") - counter(t, before, "total_net_input_bytes") - ctlIn
+			out := counter(t, after, "total_net_output_bytes") - counter(t, before, "total_net_output_bytes") - ctlOut
+			for _, c := range []struct {
+				what        string
+				client, srv float64
+			}{{"bytes client sent vs server input", float64(sent), in}, {"bytes client received vs server output", float64(recvd), out}} {
+				if c.srv == 0 || math.Abs(c.client-c.srv)/c.srv > 0.01 {
+					t.Errorf("%s: %.0f vs %.0f (more than 1%% apart)", c.what, c.client, c.srv)
+				}
+			}
+			if got, want := ops[lab.OpGet], cmdCalls(cmds, "get"); got != want {
+				t.Errorf("GET: client counted %d, server %d", got, want)
+			}
+			if got, want := ops[lab.OpSet], cmdCalls(cmds, "set"); got != want {
+				t.Errorf("SET: client counted %d, server %d", got, want)
+			}
+			for _, op := range w.Resolve().Ops() {
+				o := res.Ops[op]
+				if o == nil || o.Ops == 0 || o.Gbps <= 0 {
+					t.Fatalf("%s: nothing measured: %+v", op, o)
+				}
+				if o.Latency.Count != int64(o.Ops) {
+					t.Errorf("%s: %d latencies for %d ops", op, o.Latency.Count, o.Ops)
+				}
+				var series uint64
+				for _, s := range o.Series {
+					series += s.PayloadBytes
+				}
+				if series != o.PayloadBytes {
+					t.Errorf("%s: per-second series holds %d bytes, total %d", op, series, o.PayloadBytes)
+				}
+			}
+			if len(res.Errors) != 0 {
+				t.Errorf("errors on a healthy server: %v", res.Errors)
+			}
+			// The record must show the client did not fault in memory per request.
+			if res.Client.MinorFaultsPerOp > 1 {
+				t.Errorf("client took %.1f minor faults per request", res.Client.MinorFaultsPerOp)
+			}
+			if res.Stop.Reason != lab.StopCompleted || res.Stop.ExitCode != 0 {
+				t.Errorf("stop = %+v", res.Stop)
+			}
+		})
+	}
+}
+
+// A value overwritten behind the client's back is an error, never throughput.
+func TestVerifyCatchesTampering(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	ctx := context.Background()
+	w := shortWorkload(srv.Port)
+	w.Keyspace, w.Duration = 4, lab.Duration(500*time.Millisecond)
+	w.Warmup = 0
+	rw := w.Resolve()
+	ctl, err := lab.DialControl(ctx, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	layout := lab.NewValueLayout(int64(rw.ValueSz), rw.Seed)
+	fill := func() {
+		for k := uint32(0); k < 4; k++ {
+			if err := ctl.Set(ctx, lab.KeyName(k, rw.KeySize), layout.Full(k, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	body := func() []byte { // right size, ends intact, one body byte wrong
+		v := layout.Full(2, 0)
+		v[len(v)/2] ^= 0xff
+		return v
+	}
+	cases := []struct {
+		name   string
+		verify lab.Verify
+		tamper map[uint32][]byte
+		want   lab.ErrorKind
+		caught bool
+	}{
+		{"short value", lab.VerifyHeader, map[uint32][]byte{1: layout.Full(1, 0)[:1000]}, lab.ErrWrongLength, true},
+		{"another key's value", lab.VerifyHeader, map[uint32][]byte{1: layout.Full(3, 0)}, lab.ErrBadContent, true},
+		{"length only still checks length", lab.VerifyNone, map[uint32][]byte{1: append(layout.Full(1, 0), 'x')}, lab.ErrWrongLength, true},
+		{"body byte, header mode", lab.VerifyHeader, map[uint32][]byte{2: body()}, lab.ErrBadContent, false},
+		{"body byte, full mode", lab.VerifyFull, map[uint32][]byte{2: body()}, lab.ErrBadContent, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fill()
+			for k, v := range tc.tamper {
+				if err := ctl.Set(ctx, lab.KeyName(k, rw.KeySize), v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := w
+			w.Verify = tc.verify
+			res, err := lab.Run(ctx, w, lab.RunOptions{})
+			got := res.Errors[tc.want]
+			if !tc.caught {
+				if got != 0 || err != nil {
+					t.Fatalf("header mode is documented not to read the body, yet reported %v (%v)", res.Errors, err)
+				}
+				return
+			}
+			if got == 0 {
+				t.Fatalf("tampered key not reported as %s: errors %v", tc.want, res.Errors)
+			}
+			var re *lab.RunError
+			if err == nil || res.Stop.Reason != lab.StopErrors || res.Stop.ExitCode != lab.ExitErrors {
+				t.Fatalf("stop = %+v, err %v (%T)", res.Stop, err, re)
+			}
+			g := res.Ops[lab.OpGet]
+			if g.Verify.Failed == 0 || g.Verify.Checked != g.Ops+g.Verify.Failed {
+				t.Errorf("verify counts %+v with %d good ops", g.Verify, g.Ops)
+			}
+			if g.PayloadBytes != g.Ops*uint64(layout.Size) {
+				t.Errorf("payload %d counts failed replies (ops %d)", g.PayloadBytes, g.Ops)
+			}
+		})
+	}
+}
+
+// A GET of a key never written is a miss without prefill, an error with it.
+func TestMissesWithoutPrefill(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	w := shortWorkload(srv.Port)
+	w.Duration = lab.Duration(300 * time.Millisecond)
+	w.Warmup = 0
+	res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Ops[lab.OpGet]
+	if g.Misses == 0 || g.Ops != 0 || g.PayloadBytes != 0 {
+		t.Fatalf("empty server: misses %d ops %d bytes %d", g.Misses, g.Ops, g.PayloadBytes)
+	}
+}
+
+func TestEnginesAgree(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	for _, engine := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
+		w := shortWorkload(srv.Port)
+		w.Ratio, w.Prefill, w.Engine, w.Verify = lab.Ratio{Gets: 50, Sets: 50}, true, engine, lab.VerifyFull
+		res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+			if res.Ops[op].Ops == 0 {
+				t.Errorf("%s: no %s completed", engine, op)
+			}
+		}
+		if res.Ops[lab.OpGet].Verify.Failed != 0 {
+			t.Errorf("%s: %d verify failures on values the other engine wrote", engine, res.Ops[lab.OpGet].Verify.Failed)
+		}
+	}
+}
+
+func TestAuth(t *testing.T) {
+	srv := labtest.StartRedis(t, "--requirepass", "s3cret")
+	w := shortWorkload(srv.Port)
+	w.Duration, w.Warmup = lab.Duration(300*time.Millisecond), 0
+	w.Ratio, w.Password = lab.Ratio{Sets: 1}, "s3cret"
+	if _, err := lab.Run(context.Background(), w, lab.RunOptions{}); err != nil {
+		t.Fatalf("right password: %v", err)
+	}
+	w.Password = "wrong"
+	res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+	if err == nil || res.Stop.Reason != lab.StopSetupFailed {
+		t.Fatalf("wrong password: err %v stop %+v", err, res.Stop)
+	}
+}
+
+func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
+	srv := labtest.StartRedis(t, "--proto-max-bulk-len", "1048576")
+	w := shortWorkload(srv.Port)
+	w.ValueSz = 2 << 20
+	res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+	if err == nil || !strings.Contains(err.Error(), "proto-max-bulk-len") {
+		t.Fatalf("want a proto-max-bulk-len error before sending, got %v", err)
+	}
+	if res == nil || res.Stop.ExitCode != lab.ExitSetupFailed {
+		t.Fatalf("record: %+v", res)
+	}
+}
+
+// CLI-level faults: the exit code says what happened and the JSON record is
+// written anyway.
+func TestCLIFaults(t *testing.T) {
+	bin := labtest.Binary(t)
+	run := func(t *testing.T, args ...string) (int, string, *lab.Result) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "r.json")
+		cmd := exec.Command(bin, append(append([]string{"bench", "--quiet"}, args...), "--json", out)...)
+		b, _ := cmd.CombinedOutput()
+		var res *lab.Result
+		if data, err := os.ReadFile(out); err == nil {
+			res = &lab.Result{}
+			if err := json.Unmarshal(data, res); err != nil {
+				t.Fatalf("record is not JSON: %v", err)
+			}
+		}
+		return cmd.ProcessState.ExitCode(), string(b), res
+	}
+
+	t.Run("bad size names the flag and the forms", func(t *testing.T) {
+		code, out, _ := run(t, "-s", "8XB")
+		if code != lab.ExitUsage || !strings.Contains(out, "value-size") || !strings.Contains(out, "MiB") {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+	})
+	t.Run("the study's command line runs as written or names the missing CPUs", func(t *testing.T) {
+		srv := labtest.StartRedis(t)
+		args := strings.Fields("-h 127.0.0.1 -c 32 -P 1 -t 16 --cpu-list 4-19 -n 500 -r 100:0 --prefill --warmup 5s -d 15s -s 1048576 --key-size 16")
+		args = append(args, "-p", strconv.Itoa(srv.Port))
+		if n := countCPUs(); n >= 20 {
+			t.Skipf("this host has CPUs 4-19 (%d CPUs): the run would take 20 s", n)
+		}
+		code, out, res := run(t, args...)
+		if code != lab.ExitUsage || !strings.Contains(out, "--cpu-list") || !strings.Contains(out, "not available") {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		if res != nil {
+			t.Fatalf("a refused run must not leave a record")
+		}
+	})
+	t.Run("unreachable server", func(t *testing.T) {
+		code, out, res := run(t, "-p", strconv.Itoa(labtest.FreePort(t)), "-d", "1s")
+		if code != lab.ExitSetupFailed || res == nil || res.Stop.Reason != lab.StopSetupFailed || !strings.Contains(out, "127.0.0.1") {
+			t.Fatalf("exit %d, record %+v: %s", code, res, out)
+		}
+	})
+	t.Run("server killed mid-run", func(t *testing.T) {
+		srv := labtest.StartRedis(t)
+		go func() { time.Sleep(1500 * time.Millisecond); srv.Kill() }()
+		code, out, res := run(t, "-p", strconv.Itoa(srv.Port), "-c", "4", "-t", "2", "-s", "256KiB", "-r", "0:100", "-d", "10s")
+		if code != lab.ExitServerLost || res == nil || res.Stop.Reason != lab.StopServerLost {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		if res.Ops[lab.OpSet].Ops == 0 {
+			t.Errorf("what was measured before the server died is lost")
+		}
+		if res.Window.Measured.D() >= 9*time.Second {
+			t.Errorf("window %s: the run did not end when the server died", res.Window.Measured)
+		}
+	})
+	t.Run("Ctrl-C stops cleanly and writes the record", func(t *testing.T) {
+		srv := labtest.StartRedis(t)
+		out := filepath.Join(t.TempDir(), "r.json")
+		cmd := exec.Command(bin, "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "4", "-t", "2", "-s", "256KiB",
+			"-r", "0:100", "-d", "30s", "--json", out)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("bench did not stop within 10 s of SIGINT")
+		}
+		if code := cmd.ProcessState.ExitCode(); code != lab.ExitInterrupted {
+			t.Fatalf("exit %d", code)
+		}
+		var res lab.Result
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &res); err != nil || res.Stop.Reason != lab.StopInterrupted || res.Ops[lab.OpSet].Ops == 0 {
+			t.Fatalf("record after Ctrl-C: %v %+v", err, res.Stop)
+		}
+	})
+}
+
+func countCPUs() int {
+	b, err := os.ReadFile("/sys/fs/cgroup/cpuset.cpus.effective")
+	if err == nil {
+		if l, err := lab.ParseCPUList(strings.TrimSpace(string(b))); err == nil && len(l) > 0 {
+			return len(l)
+		}
+	}
+	n := 0
+	entries, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*")
+	n = len(entries)
+	return n
+}

@@ -475,7 +475,7 @@ func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) [
 		if v.Label == "" {
 			v.Label = defaultLabel(v)
 		}
-		if v.Label == "" && set == 1 {
+		if v.Label == "" && set == 1 && (v.Image == "" || strings.Contains(v.Image, ":")) {
 			d.fail(vn, p+".label", "cannot derive a label from %q; add label: NAME", v.Selector())
 		}
 		if v.Label != "" {

@@ -21,8 +21,11 @@ type SpecError struct {
 
 func (e *SpecError) Error() string {
 	loc := e.File
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Col > 0:
 		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Col)
+	case e.Line > 0:
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
 	if e.Field == "" {
 		return loc + ": " + e.Msg

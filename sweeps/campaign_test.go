@@ -1,0 +1,236 @@
+package sweeps
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const goodSpec = `name: t
+versions:
+  - store: valkey@9.1
+  - image: valkey/valkey:8.1.8
+workload:
+  ratio: [GET, SET]
+  value-size: [1MiB, 8MiB]
+  connections: 4
+  threads: 2
+  duration: 2s
+`
+
+// Each bad spec must fail before anything runs, naming the line and field.
+func TestCampaignErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec string
+		want string // file:line and a fragment
+	}{
+		{"unknown top field", "name: t\nversoins: []\n", "t.yaml:2:1: versoins: unknown field"},
+		{"unknown workload field", goodSpec + "  conections: 4\n", "t.yaml:11:3: workload.conections: unknown field"},
+		{"wrong type int", strings.Replace(goodSpec, "connections: 4", "connections: four", 1), "t.yaml:8:16: workload.connections: want a whole number"},
+		{"quoted number refused", strings.Replace(goodSpec, "connections: 4", `connections: "4"`, 1), "t.yaml:8:16: workload.connections: want a whole number"},
+		{"bad size in list", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[1MiB, 8MiBs]", 1), "t.yaml:7:22: workload.value-size[1]: size \"8MiBs\""},
+		{"size listed twice", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[1MiB, 1048576]", 1), "t.yaml:7:22: workload.value-size[1]: 1MiB is listed twice"},
+		{"bad ratio", strings.Replace(goodSpec, "[GET, SET]", "[GET, PUT]", 1), "t.yaml:6:16: workload.ratio[1]"},
+		{"zero connections", strings.Replace(goodSpec, "connections: 4", "connections: 0", 1), "t.yaml:8:16: workload.connections: 0 is outside 1-"},
+		{"negative duration", strings.Replace(goodSpec, "duration: 2s", "duration: -2s", 1), "t.yaml:10:13: workload.duration: -2s must be positive"},
+		{"duration as number", strings.Replace(goodSpec, "duration: 2s", "duration: 2", 1), "t.yaml:10:13: workload.duration: want a duration"},
+		{"threads above connections", strings.Replace(goodSpec, "threads: 2", "threads: 8", 1), "t.yaml:9: workload.threads: 8 threads for 4 connections"},
+		{"nested list", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[[1MiB]]", 1), "t.yaml:7:16: workload.value-size[0]: want a value, got a list"},
+		{"empty list", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[]", 1), "t.yaml:7:15: workload.value-size: empty list"},
+		{"duplicate key", goodSpec + "  connections: 8\n", "t.yaml:11:3: workload.connections: given twice (first on line 8)"},
+		{"two sources", strings.Replace(goodSpec, "- store: valkey@9.1", "- {store: valkey@9.1, binary: /usr/bin/valkey-server}", 1), "t.yaml:3:5: versions[0]: give exactly one of store"},
+		{"bad selector", strings.Replace(goodSpec, "valkey@9.1", "valkey-9.1", 1), "t.yaml:3:12: versions[0].store: \"valkey-9.1\": use NAME@VERSION"},
+		{"unquoted float version", strings.Replace(goodSpec, "store: valkey@9.1", "store: 9.1", 1), "versions[0].store: want a string, got a decimal number"},
+		{"image without tag", strings.Replace(goodSpec, "valkey/valkey:8.1.8", "valkey/valkey", 1), "t.yaml:4:12: versions[1].image"},
+		{"runtime on image", strings.Replace(goodSpec, "- image: valkey/valkey:8.1.8", "- {image: valkey/valkey:8.1.8, runtime: sid}", 1), "versions[1].runtime: runtime applies to store versions only"},
+		{"duplicate labels", strings.Replace(goodSpec, "- image: valkey/valkey:8.1.8", "- store: valkey@9.1", 1), "t.yaml:4:5: versions[1].label: label \"valkey@9.1\" is already used"},
+		{"bad io-threads", strings.Replace(goodSpec, "workload:", "server: {io-threads: 0}\nworkload:", 1), "t.yaml:5:22: server.io-threads: 0 is outside 1-128"},
+		{"bad maxmemory", strings.Replace(goodSpec, "workload:", "server: {maxmemory: lots}\nworkload:", 1), "server.maxmemory: \"lots\""},
+		{"args not a list", strings.Replace(goodSpec, "workload:", "server: {args: --save}\nworkload:", 1), "server.args: want a list"},
+		{"bad order", "order: random\n" + goodSpec, "t.yaml:1:8: order: \"random\": use interleave or shuffle"},
+		{"bad provider", "provider: gcp\n" + goodSpec, "t.yaml:1:11: provider.kind: \"gcp\""},
+		{"aws without instance type", "provider: {kind: aws}\n" + goodSpec, "provider.instance-type: missing"},
+		{"repetitions zero", "repetitions: 0\n" + goodSpec, "t.yaml:1:14: repetitions: 0 is outside 1-1000"},
+		{"missing versions", "name: t\nworkload: {duration: 1s}\n", "versions: missing"},
+		{"bad name", strings.Replace(goodSpec, "name: t", "name: My Campaign", 1), "t.yaml:1:7: name: \"My Campaign\""},
+		{"not a mapping", "- a\n- b\n", "t.yaml:1:1: want a mapping"},
+		{"not yaml", "name: [\n", "t.yaml: not YAML"},
+		{"two documents", goodSpec + "---\nname: u\n", "a second YAML document"},
+		{"verify too small", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[8B]", 1) + "  verify: header\n", "workload.value-size: values under"},
+		{"prefill word", goodSpec + "  prefill: sometimes\n", "workload.prefill: \"sometimes\": use auto"},
+		{"env not mapping", strings.Replace(goodSpec, "- store: valkey@9.1", "- {store: valkey@9.1, env: [A]}", 1), "versions[0].env: want a mapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCampaign("t.yaml", []byte(tc.spec))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tc.spec)
+			}
+			var se SpecErrors
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T %v is not SpecErrors", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error:\n%v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Several problems are all reported, each on its own line.
+func TestCampaignErrorsAll(t *testing.T) {
+	spec := strings.Replace(strings.Replace(goodSpec, "connections: 4", "connections: x", 1), "duration: 2s", "duration: y", 1)
+	_, err := ParseCampaign("t.yaml", []byte(spec))
+	if err == nil || len(err.(SpecErrors)) != 2 {
+		t.Fatalf("want two errors, got %v", err)
+	}
+}
+
+func TestPlanExpansion(t *testing.T) {
+	spec := `name: t
+repetitions: 2
+versions:
+  - {store: valkey@9.1, label: v91}
+  - {image: valkey/valkey:8.1.8}
+workload:
+  ratio: [GET, SET]
+  value-size: [1MiB, 8MiB]
+  connections: [8, 32]
+  threads: 2
+  duration: 2s
+  warmup: 1s
+  keyspace: 10
+`
+	c, err := ParseCampaign("t.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Cells) != 2*2*2*2*2 || len(p.Blocks) != 4 {
+		t.Fatalf("%d cells in %d blocks, want 32 in 4", len(p.Cells), len(p.Blocks))
+	}
+	// Blocks alternate A B | B A.
+	var seq []string
+	for _, b := range p.Blocks {
+		seq = append(seq, versionName(b.Version))
+	}
+	if got := strings.Join(seq, " "); got != "A B B A" {
+		t.Errorf("block order %s, want A B B A", got)
+	}
+	wantFirst := []string{
+		"v91/GET/1MiB/c8/r1", "v91/GET/1MiB/c32/r1", "v91/GET/8MiB/c8/r1", "v91/GET/8MiB/c32/r1",
+		"v91/SET/1MiB/c8/r1",
+	}
+	for i, id := range wantFirst {
+		if p.Cells[i].ID != id {
+			t.Errorf("cell %d = %s, want %s", i, p.Cells[i].ID, id)
+		}
+	}
+	if id := p.Cells[8].ID; id != "valkey-8.1.8/GET/1MiB/c8/r1" {
+		t.Errorf("cell 8 = %s", id)
+	}
+	if id := p.Cells[16].ID; id != "valkey-8.1.8/GET/1MiB/c8/r2" {
+		t.Errorf("cell 16 = %s (round 2 starts with B)", id)
+	}
+	if k := p.Cells[16].Key; k != "GET/1MiB/c8" {
+		t.Errorf("key = %s", k)
+	}
+	// GET cells prefill, SET cells do not (prefill auto).
+	for _, cell := range p.Cells {
+		if cell.Workload.Prefill != (cell.Workload.Ratio.Gets > 0) {
+			t.Errorf("%s: prefill %v", cell.ID, cell.Workload.Prefill)
+		}
+		if cell.Workload.Host != "" || cell.Workload.Port != 0 {
+			t.Errorf("%s: planned workload carries an address", cell.ID)
+		}
+	}
+	// Estimate: 4 starts x 2s; per cell 1s overhead + 1s + 2s, GET prefill
+	// of 10 keys at 300 MiB/s.
+	want := 4*2e9 + 32*4e9 + 2*2*2*(10*(1<<20)+10*(8<<20))/float64(300<<20)*1e9
+	if got := float64(p.Estimate.Total); got < want-1e6 || got > want+1e6 {
+		t.Errorf("estimate %v, want %v", p.Estimate.Total, want)
+	}
+	// Same seed, same plan; the hash follows the workload.
+	p2, _ := NewPlan(context.Background(), c, nil)
+	for i := range p.Cells {
+		if p.Cells[i].ID != p2.Cells[i].ID || p.Cells[i].Hash != p2.Cells[i].Hash {
+			t.Fatalf("plan not stable at %d", i)
+		}
+	}
+}
+
+func TestPlanShuffle(t *testing.T) {
+	spec := strings.Replace(goodSpec, "name: t", "name: t\norder: shuffle\nseed: 7\nrepetitions: 3", 1)
+	c, err := ParseCampaign("t.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := NewPlan(context.Background(), c, nil)
+	p2, _ := NewPlan(context.Background(), c, nil)
+	inPlan := func(p *Plan) string {
+		ids := make([]string, len(p.Cells))
+		for i, c := range p.Cells {
+			ids[i] = c.ID
+		}
+		return strings.Join(ids, ",")
+	}
+	if inPlan(p1) != inPlan(p2) {
+		t.Fatal("same seed gave different orders")
+	}
+	c.Seed = 8
+	p3, _ := NewPlan(context.Background(), c, nil)
+	if inPlan(p1) == inPlan(p3) {
+		t.Error("a different seed gave the same order")
+	}
+	// Still one server start per version and round, every cell once.
+	if len(p1.Blocks) != 6 || len(p1.Cells) != 24 {
+		t.Errorf("%d blocks %d cells", len(p1.Blocks), len(p1.Cells))
+	}
+	seen := map[string]bool{}
+	for _, cell := range p1.Cells {
+		if seen[cell.ID] {
+			t.Errorf("%s twice", cell.ID)
+		}
+		seen[cell.ID] = true
+		if p1.Blocks[cell.Block].Version != cell.Version {
+			t.Errorf("%s in a block of another version", cell.ID)
+		}
+	}
+}
+
+type fakeResolver map[string]Resolved
+
+func (f fakeResolver) Resolve(_ context.Context, v VersionSpec) (Resolved, error) {
+	r, ok := f[v.Selector()]
+	if !ok {
+		return Resolved{}, errors.New("not in store")
+	}
+	return r, nil
+}
+
+func TestPlanResolvedIDs(t *testing.T) {
+	c, err := ParseCampaign("t.yaml", []byte(goodSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(context.Background(), c, fakeResolver{
+		"valkey@9.1": {Name: "valkey", Version: "9.1.2"}, "valkey/valkey:8.1.8": {Name: "valkey", Version: "8.1.8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cells[0].ID != "valkey-9.1.2/GET/1MiB/r1" {
+		t.Errorf("first cell %s", p.Cells[0].ID)
+	}
+	_, err = NewPlan(context.Background(), c, fakeResolver{
+		"valkey@9.1": {Name: "valkey", Version: "8.1.8"}, "valkey/valkey:8.1.8": {Name: "valkey", Version: "8.1.8"}})
+	if err == nil || !strings.Contains(err.Error(), "distinct label") {
+		t.Errorf("two versions resolving alike: %v", err)
+	}
+	if _, err := NewPlan(context.Background(), c, fakeResolver{}); err == nil || !strings.Contains(err.Error(), "versions[0] valkey@9.1") {
+		t.Errorf("unresolvable: %v", err)
+	}
+}

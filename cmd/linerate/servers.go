@@ -137,10 +137,10 @@ func runServers(ctx context.Context, args []string) int {
 			return printJSON(list)
 		}
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME@VERSION\tDEBIAN VERSION\tSUITE\tRUNTIME\tLIBC\tALLOCATOR\tSIZE")
+		fmt.Fprintln(tw, "NAME@VERSION\tDEBIAN VERSION\tSUITE\tRUNTIME\tLIBC\tJEMALLOC\tSIZE")
 		for _, i := range list {
 			fmt.Fprintf(tw, "%s@%s\t%s\t%s\t%s\t%s\t%s\t%d MB\n", i.Kind, i.Version, i.DebVersion, i.Suite, i.Runtime,
-				i.Libraries["libc6"], i.Allocator, i.SizeBytes>>20)
+				i.Libraries["libc6"], i.Libraries["libjemalloc2"], i.SizeBytes>>20)
 		}
 		tw.Flush()
 	case "remove":

@@ -199,9 +199,7 @@ func ParseDepends(s string) [][]Relation {
 			if alt == "" {
 				continue
 			}
-			if i := strings.IndexAny(alt, "[<"); i >= 0 && !strings.Contains(alt[:i], "(") {
-				alt = strings.TrimSpace(alt[:i]) // drop [arch] and <profile> lists
-			}
+			alt = dropLists(alt)
 			var r Relation
 			name := alt
 			if i := strings.IndexByte(alt, '('); i >= 0 {
@@ -340,4 +338,29 @@ func BaseSuite(suite string) string {
 		return b
 	}
 	return suite
+}
+
+// dropLists removes [arch] and <profile> restriction lists from one
+// relation, leaving "name (op version)".
+func dropLists(alt string) string {
+	var b strings.Builder
+	depth, paren := 0, false
+	for _, c := range alt {
+		switch {
+		case c == '(':
+			paren = true
+		case c == ')':
+			paren = false
+		case !paren && (c == '[' || c == '<'):
+			depth++
+			continue
+		case !paren && (c == ']' || c == '>') && depth > 0:
+			depth--
+			continue
+		}
+		if depth == 0 {
+			b.WriteRune(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -81,7 +81,7 @@ type Installed struct {
 	Server      string            `json:"server"` // absolute path of the server executable
 	Packages    []string          `json:"packages"`
 	Libraries   map[string]string `json:"libraries"` // package -> version
-	Allocator   string            `json:"allocator"` // mem_allocator from INFO at the check
+	Allocator   string            `json:"allocator"` // mem_allocator from INFO: the jemalloc the binary was built against, not necessarily the one it loads (see Libraries)
 	SizeBytes   int64             `json:"size_bytes"`
 	Seconds     float64           `json:"install_seconds"`
 	InstalledAt time.Time         `json:"installed_at"`

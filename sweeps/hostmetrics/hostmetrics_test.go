@@ -1,0 +1,208 @@
+package hostmetrics
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// statLine renders a /proc stat line with the fields this package reads.
+func statLine(pid int, comm string, minflt, utime, stime uint64) string {
+	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+	return fmt.Sprintf("%d (%s) S 1 1 1 0 -1 4194560 %d 0 0 0 %d %d 0 0 20 0 3 0 100 1000 200\n", pid, comm, minflt, utime, stime)
+}
+
+type thread struct {
+	tid          int
+	name         string
+	utime, stime uint64
+}
+
+// fixture writes a /proc tree under root for one process and the host.
+func fixture(t *testing.T, root string, pid int, minflt uint64, threads []thread, cpu [][2]uint64, lo [2]uint64) {
+	t.Helper()
+	w := func(p, s string) {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ut, st uint64
+	for _, th := range threads {
+		ut += th.utime
+		st += th.stime
+		w(fmt.Sprintf("proc/%d/task/%d/stat", pid, th.tid), statLine(th.tid, th.name, 0, th.utime, th.stime))
+		w(fmt.Sprintf("proc/%d/task/%d/comm", pid, th.tid), th.name+"\n")
+	}
+	w(fmt.Sprintf("proc/%d/stat", pid), statLine(pid, "valkey-server", minflt, ut, st))
+	var ps strings.Builder
+	ps.WriteString("cpu  1 2 3 4 5 6 7 8 0 0\n")
+	for i, c := range cpu { // busy, idle
+		fmt.Fprintf(&ps, "cpu%d %d 0 0 %d 0 0 0 0 0 0\n", i, c[0], c[1])
+	}
+	ps.WriteString("intr 1 2 3\n")
+	w("proc/stat", ps.String())
+	w("proc/net/dev", "Inter-|   Receive                                                |  Transmit\n"+
+		" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"+
+		fmt.Sprintf("    lo: %d 10 0 0 0 0 0 0 %d 10 0 0 0 0 0 0\n", lo[0], lo[1])+
+		"  eth0: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n")
+}
+
+func TestSnapshotDiffOnFixtures(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	// A server with a main thread, two I/O threads, a background thread,
+	// and an I/O thread that starts inside the window.
+	fixture(t, a, 4242, 1000, []thread{{4242, "valkey-server", 100, 50}, {4243, "io_thd_1", 10, 10}, {4244, "io_thd_2", 5, 5}, {4245, "bio_lazy_free", 0, 0}},
+		[][2]uint64{{100, 900}, {200, 800}}, [2]uint64{1000, 2000})
+	fixture(t, b, 4242, 51000, []thread{{4242, "valkey-server", 270, 80}, {4243, "io_thd_1", 60, 60}, {4244, "io_thd_2", 25, 25}, {4245, "bio_lazy_free", 0, 1}, {4246, "io_thd_3", 10, 0}},
+		[][2]uint64{{250, 950}, {210, 990}}, [2]uint64{1000 + 250e6, 2000 + 250e6})
+	sa, err := FS{Root: a}.Snapshot(4242)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := FS{Root: b}.Snapshot(4242)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa.At = time.Unix(100, 0)
+	sb.At = time.Unix(102, 0) // a 2 s window: 200 ticks per fully busy thread
+	w := Diff(sa, sb)
+	p := w.Server
+	if p == nil || p.MainBusy != 1.0 || p.IOThreads != 3 || p.IOBusyMax != 0.5 || p.MinorFaults != 50000 {
+		t.Fatalf("server window %+v", p)
+	}
+	if want := (0.5 + 0.2 + 0.05) / 3; p.IOBusyMean < want-1e-9 || p.IOBusyMean > want+1e-9 {
+		t.Errorf("io mean %g, want %g", p.IOBusyMean, want)
+	}
+	if len(w.Cores) != 2 || w.Cores[0].Busy != 0.75 || w.Cores[1].Busy != 10.0/200 {
+		t.Errorf("cores %+v", w.Cores)
+	}
+	if len(w.NICs) != 1 || w.NICs[0].Name != "lo" || w.NICs[0].RxGbps != 1.0 || w.NICs[0].TxBytes != 250e6 {
+		t.Errorf("nics %+v", w.NICs)
+	}
+}
+
+func TestParseStatOddNames(t *testing.T) {
+	st, err := ParseStat([]byte("77 (we (ird) name) R 1 1 1 0 -1 0 42 0 0 0 7 9 0 0 20 0 1 0 5 6 7"))
+	if err != nil || st.Comm != "we (ird) name" || st.MinFlt != 42 || st.UTime != 7 || st.STime != 9 {
+		t.Errorf("%+v %v", st, err)
+	}
+	if _, err := ParseStat([]byte("77 no comm here")); err == nil {
+		t.Error("accepted a line without (comm)")
+	}
+}
+
+// The real /proc: a real redis-server's threads by name, main thread vs
+// io_thd_*, and our own minor faults growing as we touch fresh memory.
+func TestRealProc(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server missing on CI (.ci/setup installs it): %v", err)
+		}
+		t.Skip("redis-server not installed; .ci/setup installs it")
+	}
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--io-threads", "2", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	fs := FS{Root: "/"}
+	var snap *ProcSample
+	for i := 0; i < 50; i++ { // io threads start just after the main thread
+		snap, err = fs.Process(cmd.Process.Pid)
+		if err == nil && countIO(snap) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if countIO(snap) != 1 {
+		t.Errorf("io threads in %+v, want io_thd_1", snap.Threads)
+	}
+	if snap.Threads[0].TID != cmd.Process.Pid || !strings.HasPrefix(snap.Threads[0].Name, "redis-server") {
+		t.Errorf("main thread %+v", snap.Threads[0])
+	}
+
+	self := os.Getpid()
+	a, err := fs.Snapshot(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	b, err := fs.Snapshot(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Diff(a, b)
+	if w.Server.MinorFaults < 1000 { // 16384 pages touched, fewer with huge pages
+		t.Errorf("minor faults %d after touching 64 MiB", w.Server.MinorFaults)
+	}
+	if len(w.Cores) == 0 {
+		t.Error("no cores")
+	}
+	_ = buf[len(buf)-1]
+}
+
+func countIO(p *ProcSample) int {
+	n := 0
+	for _, th := range p.Threads {
+		if IsIOThread(th.Name) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLabel(t *testing.T) {
+	res := func(mut func(*lab.Result)) *lab.Result {
+		r := &lab.Result{Window: lab.Window{Measured: lab.Duration(10 * time.Second)},
+			Ops: map[lab.Op]*lab.OpResult{lab.OpGet: {Ops: 1000, WireRecvd: 100e9 / 8 * 10 * 0.5}}}
+		r.Client.MaxWorkerBusy = 0.5
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	win := func(main, io float64, faults uint64) *Window {
+		return &Window{Seconds: 10, Server: &ProcWindow{MainBusy: main, IOThreads: 2, IOBusyMax: io, MinorFaults: faults}}
+	}
+	for _, tc := range []struct {
+		name   string
+		in     LimitInput
+		want   LimitKind
+		client bool
+	}{
+		{"client worker saturated", LimitInput{Result: res(func(r *lab.Result) { r.Client.MaxWorkerBusy = 0.97 }), Server: win(1, 1, 0)}, LimitClient, true},
+		{"client note", LimitInput{Result: res(func(r *lab.Result) { r.Notes = []string{"client-limited: worker 3 at 98% CPU"} }), Server: win(0.2, 0.2, 0)}, LimitClient, true},
+		{"link full", LimitInput{Result: res(nil), Server: win(0.5, 0.5, 0), LinkGbps: 50}, LimitLink, false},
+		{"link not full", LimitInput{Result: res(nil), Server: win(0.95, 0.5, 0), LinkGbps: 100}, LimitServerMain, false},
+		// 1e6 faults in 10 s at 13 µs = 1.3 CPUs of faulting: the faults are the cost.
+		{"page faults", LimitInput{Result: res(nil), Server: win(0.99, 0.4, 1e6), FaultCost: 13 * time.Microsecond}, LimitPageFaults, false},
+		{"few faults", LimitInput{Result: res(nil), Server: win(0.99, 0.4, 1e4), FaultCost: 13 * time.Microsecond}, LimitServerMain, false},
+		{"io threads", LimitInput{Result: res(nil), Server: win(0.6, 0.95, 0)}, LimitServerIO, false},
+		{"nothing saturated", LimitInput{Result: res(nil), Server: win(0.6, 0.5, 0)}, LimitUnclear, false},
+		{"no metrics", LimitInput{Result: res(nil)}, LimitUnclear, false},
+		{"no result", LimitInput{}, LimitUnclear, false},
+	} {
+		got := Label(tc.in)
+		if got.Kind != tc.want || got.ClientLimited != tc.client || got.Detail == "" {
+			t.Errorf("%s: %+v, want %s client=%v", tc.name, got, tc.want, tc.client)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A scripted peer over real loopback TCP: it reads GET/SET requests and
+// answers GETs with whatever bytes the script returns, written in chunks
+// so headers and payloads arrive split at awkward places.
+
+type script func(n int, key uint32, l *ValueLayout) []byte
+
+type fakePeer struct {
+	l      net.Listener
+	layout *ValueLayout
+	reply  script
+	chunk  int // write replies in chunks of this many bytes (0: whole)
+	mu     sync.Mutex
+	gets   int
+	wg     sync.WaitGroup
+}
+
+func startPeer(t *testing.T, layout *ValueLayout, chunk int, reply script) *fakePeer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakePeer{l: l, layout: layout, reply: reply, chunk: chunk}
+	go p.accept()
+	t.Cleanup(func() { l.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *fakePeer) accept() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); defer c.Close(); p.serve(c) }()
+	}
+}
+
+func (p *fakePeer) serve(c net.Conn) {
+	r := bufio.NewReader(c)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	for {
+		args, err := readCommand(r)
+		if err != nil {
+			return
+		}
+		var out []byte
+		switch string(args[0]) {
+		case "SET":
+			out = []byte("+OK\r\n")
+		case "GET":
+			id, _ := ParseKeyID(args[1])
+			p.mu.Lock()
+			n := p.gets
+			p.gets++
+			p.mu.Unlock()
+			out = p.reply(n, id, p.layout)
+		}
+		for len(out) > 0 {
+			k := len(out)
+			if p.chunk > 0 {
+				k = min(k, p.chunk+len(out)%3) // vary the cut points
+			}
+			if _, err := c.Write(out[:k]); err != nil {
+				return
+			}
+			out = out[k:]
+		}
+	}
+}
+
+func readCommand(r *bufio.Reader) ([][]byte, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, _ := strconv.Atoi(line[1 : len(line)-2])
+	args := make([][]byte, n)
+	for i := range args {
+		h, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		l, _ := strconv.Atoi(h[1 : len(h)-2])
+		b := make([]byte, l+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		args[i] = b[:l]
+	}
+	return args, nil
+}
+
+func goodValue(key uint32, l *ValueLayout) []byte {
+	v := l.Full(key, 0)
+	return append(append([]byte("$"+strconv.FormatInt(l.Size, 10)+"\r\n"), v...), "\r\n"...)
+}
+
+// runAgainst drives the raw engine (no control plane) at the peer.
+func runAgainst(t *testing.T, p *fakePeer, w Workload) *Result {
+	t.Helper()
+	w.Host, w.Port = "127.0.0.1", p.l.Addr().(*net.TCPAddr).Port
+	w.Connections, w.Threads, w.Keyspace = 1, 1, 8
+	w.ValueSz = Size(p.layout.Size)
+	w.Seed = p.layout.Seed
+	w.Duration = Duration(300 * time.Millisecond)
+	w.RequestTimeout = Duration(2 * time.Second)
+	w = w.Resolve()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.shutdown()
+	res := newResult(w, RunOptions{})
+	e.measure(context.Background(), nil)
+	e.collect(res)
+	return res
+}
+
+func TestEngineAgainstScriptedPeer(t *testing.T) {
+	layout := NewValueLayout(4096, 3)
+	for _, tc := range []struct {
+		name    string
+		chunk   int
+		prefill bool
+		reply   script
+		// want: errors of this kind > 0 (or none when ""), good ops > 0?
+		kind    ErrorKind
+		goodOps bool
+		misses  bool
+	}{
+		{name: "split headers and payloads", chunk: 5, reply: func(_ int, k uint32, l *ValueLayout) []byte { return goodValue(k, l) }, goodOps: true},
+		{name: "large chunks", chunk: 1500, reply: func(_ int, k uint32, l *ValueLayout) []byte { return goodValue(k, l) }, goodOps: true},
+		{name: "-ERR replies keep the connection", reply: func(n int, k uint32, l *ValueLayout) []byte {
+			if n%3 == 0 {
+				return []byte("-ERR injected\r\n")
+			}
+			return goodValue(k, l)
+		}, kind: ErrServer, goodOps: true},
+		{name: "nil after prefill is an error", prefill: true, reply: func(int, uint32, *ValueLayout) []byte { return []byte("$-1\r\n") }, kind: ErrNilPrefill},
+		{name: "nil without prefill is a miss", reply: func(int, uint32, *ValueLayout) []byte { return []byte("$-1\r\n") }, misses: true},
+		{name: "wrong length keeps framing", reply: func(n int, k uint32, l *ValueLayout) []byte {
+			if n%2 == 0 {
+				return []byte("$5\r\nhello\r\n")
+			}
+			return goodValue(k, l)
+		}, kind: ErrWrongLength, goodOps: true},
+		{name: "huge length is a protocol error", reply: func(int, uint32, *ValueLayout) []byte { return []byte("$99999999999\r\n") }, kind: ErrProtocol},
+		{name: "unexpected type", reply: func(int, uint32, *ValueLayout) []byte { return []byte("*1\r\n") }, kind: ErrProtocol},
+		{name: "bulk not closed by CRLF", reply: func(_ int, k uint32, l *ValueLayout) []byte {
+			v := goodValue(k, l)
+			v[len(v)-2] = 'X'
+			return v
+		}, kind: ErrProtocol},
+		{name: "another key's value", reply: func(_ int, k uint32, l *ValueLayout) []byte { return goodValue(k+1, l) }, kind: ErrBadContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPeer(t, layout, tc.chunk, tc.reply)
+			res := runAgainst(t, p, Workload{Prefill: tc.prefill})
+			g := res.Ops[OpGet]
+			if tc.kind != "" && res.Errors[tc.kind] == 0 {
+				t.Errorf("no %s errors; errors %v", tc.kind, res.Errors)
+			}
+			if tc.kind == "" && len(res.Errors) > 0 {
+				t.Errorf("unexpected errors %v", res.Errors)
+			}
+			if tc.goodOps != (g.Ops > 0) {
+				t.Errorf("good ops = %d", g.Ops)
+			}
+			if g.PayloadBytes != g.Ops*uint64(layout.Size) {
+				t.Errorf("payload %d for %d good ops: failed replies counted", g.PayloadBytes, g.Ops)
+			}
+			if tc.misses != (g.Misses > 0) {
+				t.Errorf("misses = %d", g.Misses)
+			}
+			if g.Ops > 0 && (g.TTFB == nil || g.TTFB.Count != int64(g.Ops) || g.TTFB.P50 > g.Latency.P50) {
+				t.Errorf("TTFB %+v vs latency %+v", g.TTFB, g.Latency)
+			}
+		})
+	}
+}
+
+// Both consumption paths, the kernel discard and the read fallback, must
+// give the same verdicts.
+func TestDiscardFallback(t *testing.T) {
+	layout := NewValueLayout(64<<10, 3)
+	p := startPeer(t, layout, 0, func(n int, k uint32, l *ValueLayout) []byte {
+		if n%4 == 0 {
+			return goodValue(k+1, l)
+		}
+		return goodValue(k, l)
+	})
+	t.Setenv("LINERATE_NO_MSG_TRUNC", "1")
+	res := runAgainst(t, p, Workload{})
+	if res.Engine.Discard != "read" {
+		t.Fatalf("discard = %s", res.Engine.Discard)
+	}
+	if res.Errors[ErrBadContent] == 0 || res.Ops[OpGet].Ops == 0 {
+		t.Fatalf("fallback path: errors %v ops %d", res.Errors, res.Ops[OpGet].Ops)
+	}
+}
+
+func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
+	layout := NewValueLayout(4096, 3)
+	p := startPeer(t, layout, 0, func(n int, k uint32, l *ValueLayout) []byte {
+		if n == 0 {
+			return nil // never answer the first request
+		}
+		return goodValue(k, l)
+	})
+	w := Workload{}
+	w.Host, w.Port = "127.0.0.1", p.l.Addr().(*net.TCPAddr).Port
+	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, 4096, 3
+	w.Duration, w.RequestTimeout = Duration(time.Second), Duration(200*time.Millisecond)
+	w = w.Resolve()
+	e, err := newEngine(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.shutdown()
+	res := newResult(w, RunOptions{})
+	e.measure(context.Background(), nil)
+	e.collect(res)
+	if res.Errors[ErrTimeout] != 1 {
+		t.Fatalf("want exactly one timeout, got %v", res.Errors)
+	}
+	if res.Ops[OpGet].Ops == 0 {
+		t.Fatal("no requests after the reconnect")
+	}
+}

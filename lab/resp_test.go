@@ -1,0 +1,129 @@
+package lab
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func TestParseReplyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		kind replyKind
+		n    int64
+		used int
+		err  error
+	}{
+		{"$8388608\r\nxyz", replyBulk, 8388608, 10, nil},
+		{"$-1\r\n", replyBulk, -1, 5, nil},
+		{"_\r\n", replyNull, -1, 3, nil},
+		{"+OK\r\n", replySimple, 0, 5, nil},
+		{"-ERR wrong\r\n", replyError, 0, 12, nil},
+		{":12\r\n", replyInt, 12, 5, nil},
+		{"$83886", 0, 0, 0, errNeedMore},     // split header
+		{"$8388608\r", 0, 0, 0, errNeedMore}, // split between CR and LF
+		{"", 0, 0, 0, errNeedMore},
+		{"$12a\r\n", 0, 0, 0, errBadReply},
+		{"$-2\r\n", 0, 0, 0, errBadReply},
+		{"$99999999999999999999\r\n", 0, 0, 0, errBadReply}, // would overflow
+		{"$5\n", 0, 0, 0, errBadReply},                      // LF without CR
+		{"*2\r\n", 0, 0, 0, errUnexpectedTyp},
+		{"-" + strings.Repeat("x", maxReplyLine), 0, 0, 0, errLineTooLong},
+	} {
+		h, err := parseReplyHeader([]byte(tc.in))
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%q: err %v, want %v", tc.in, err, tc.err)
+			continue
+		}
+		if err == nil && (h.kind != tc.kind || h.n != tc.n || h.used != tc.used) {
+			t.Errorf("%q: got %c n=%d used=%d", tc.in, h.kind, h.n, h.used)
+		}
+	}
+}
+
+func TestRequestEncoding(t *testing.T) {
+	if got := string(appendGet(nil, 7, 8)); got != "*2\r\n$3\r\nGET\r\n$8\r\nkey:0007\r\n" {
+		t.Errorf("GET = %q", got)
+	}
+	if got := string(appendSetHeader(nil, 7, 8, 1048576)); got != "*3\r\n$3\r\nSET\r\n$8\r\nkey:0007\r\n$1048576\r\n" {
+		t.Errorf("SET = %q", got)
+	}
+	buf := make([]byte, 0, 128)
+	if n := testing.AllocsPerRun(100, func() { buf = appendSetHeader(buf[:0], 12345, 16, 64<<20) }); n != 0 {
+		t.Errorf("building a SET header allocates %.0f times", n)
+	}
+}
+
+func TestValueLayout(t *testing.T) {
+	l := NewValueLayout(1<<20, 9)
+	v := l.Full(5, 77)
+	if int64(len(v)) != l.Size {
+		t.Fatal("size")
+	}
+	if gen, ok := l.CheckEnds(v[:valueHeaderLen], v[l.Size-valueTrailerLen:], 5); !ok || gen != 77 {
+		t.Fatalf("a fresh value does not check: gen %d ok %v", gen, ok)
+	}
+	if _, ok := l.CheckEnds(v[:valueHeaderLen], v[l.Size-valueTrailerLen:], 6); ok {
+		t.Error("value of key 5 accepted as key 6")
+	}
+	other := l.Full(5, 78)
+	if _, ok := l.CheckEnds(v[:valueHeaderLen], other[l.Size-valueTrailerLen:], 5); ok {
+		t.Error("header and trailer of two writes accepted together")
+	}
+	if !l.CheckBody(0, v) {
+		t.Error("body of a fresh value does not match")
+	}
+	v[1000] ^= 1
+	if l.CheckBody(0, v) || l.CheckBody(512, v[512:2048]) {
+		t.Error("flipped body byte not seen")
+	}
+	if !l.CheckBody(2048, v[2048:]) {
+		t.Error("a chunk after the flipped byte should still match")
+	}
+	// A different size or seed gives a different body.
+	if l2 := NewValueLayout(1<<20, 10); l2.CheckBody(0, l.Full(1, 0)) {
+		t.Error("seed does not change the body")
+	}
+}
+
+func TestHistogramSummaries(t *testing.T) {
+	a, b := newHistogram(), newHistogram()
+	for i := int64(1); i <= 1000; i++ {
+		recordUs(a, i*1000) // 1..1000 µs
+	}
+	recordUs(b, 0)                                 // below the floor: recorded as 1 µs
+	if !recordUs(b, int64(2*histHighestUs)*1000) { // beyond an hour: clamped, and said so
+		t.Error("a value past the top was not reported as clamped")
+	}
+	sa, err := Summarize(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Count != 1000 || sa.P50 < 499 || sa.P50 > 501 || sa.P99 < 989 || sa.P99 > 991 || sa.Max < 999 || sa.Max > 1001 {
+		t.Errorf("percentiles off: %+v", sa)
+	}
+	sb, _ := Summarize(b)
+	m, err := MergeSummaries(sa, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := newHistogram()
+	direct.Merge(a)
+	direct.Merge(b)
+	want, _ := Summarize(direct)
+	if m.Count != 1002 || m.P99 != want.P99 || m.Max != want.Max || m.P50 != want.P50 {
+		t.Errorf("merge of encodings %+v differs from direct merge %+v", m, want)
+	}
+	if float64(histHighestUs)*0.999 > m.Max {
+		t.Errorf("clamped value lost: max %v", m.Max)
+	}
+	empty, err := Summarize(hdr.New(histLowestUs, histHighestUs, histSigFigs))
+	if err != nil || empty.Count != 0 || empty.P99 != 0 {
+		t.Errorf("empty histogram: %+v %v", empty, err)
+	}
+	if _, err := MergeSummaries(LatencySummary{Count: 1, Histogram: "not base64!"}); err == nil {
+		t.Error("a corrupt histogram merged")
+	}
+}

@@ -18,11 +18,23 @@ import (
 // drift, apply restores the snapshot and returns the error; the snapshot is
 // returned either way so the caller can store it.
 func Apply(ctx context.Context, h Host, p Profile) (Snapshot, Report, error) {
+	return ApplyWith(ctx, h, p, nil)
+}
+
+// ApplyWith is Apply with a hook that stores the snapshot before anything is
+// changed, so a process killed halfway still leaves a way back. An error
+// from save stops apply before its first change.
+func ApplyWith(ctx context.Context, h Host, p Profile, save func(Snapshot) error) (Snapshot, Report, error) {
 	pl, err := MakePlan(ctx, h, p)
 	if err != nil {
 		return Snapshot{}, Report{}, err
 	}
 	snap := Snapshot{Version: SnapshotVersion, Taken: time.Now().UTC(), Profile: p, State: pl.Current}
+	if save != nil {
+		if err := save(snap); err != nil {
+			return Snapshot{}, Report{}, fmt.Errorf("apply: save snapshot: %w", err)
+		}
+	}
 	fail := func(err error) (Snapshot, Report, error) {
 		if rerr := Revert(context.WithoutCancel(ctx), h, snap); rerr != nil {
 			return snap, Report{}, fmt.Errorf("apply: %w; rollback incomplete: %v", err, rerr)
@@ -60,6 +72,11 @@ func Apply(ctx context.Context, h Host, p Profile) (Snapshot, Report, error) {
 					return fail(err)
 				}
 				snap.State.IRQs = append(snap.State.IRQs, IRQAffinity{IRQ: pin.IRQ, Name: pin.Name, CPUs: cpus})
+				if save != nil {
+					if err := save(snap); err != nil {
+						return fail(fmt.Errorf("save snapshot: %w", err))
+					}
+				}
 			}
 		}
 	}

@@ -129,5 +129,5 @@ func (f fixtureDevices) InterfaceWithAddress(ctx context.Context, addr netip.Add
 			return fields[0], nil
 		}
 	}
-	return "", fmt.Errorf("no interface carries %s: %w", addr, ErrUnknownInterface)
+	return "", fmt.Errorf("%w: none carries %s", ErrUnknownInterface, addr)
 }

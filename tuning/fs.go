@@ -113,7 +113,12 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("write %q to %s: %v", e.Value, e.Path, e.Err)
+	err := e.Err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is already in the message
+	}
+	return fmt.Sprintf("write %q to %s: %v", e.Value, e.Path, err)
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }

@@ -81,11 +81,11 @@ func ParseInterrupts(r io.Reader) ([]InterruptLine, error) {
 func ReadNIC(f FS, name string) (NIC, error) {
 	nic := NIC{Name: name, Node: -1}
 	if name == "" || strings.ContainsAny(name, "/ ") {
-		return nic, fmt.Errorf("interface %q: %w", name, ErrUnknownInterface)
+		return nic, fmt.Errorf("%w %q", ErrUnknownInterface, name)
 	}
 	if _, err := f.ReadDir("/sys/class/net/" + name); err != nil {
 		have, _ := f.ReadDir("/sys/class/net")
-		return nic, fmt.Errorf("interface %q (host has %s): %w", name, strings.Join(have, ", "), ErrUnknownInterface)
+		return nic, fmt.Errorf("%w %q (this host has %s)", ErrUnknownInterface, name, strings.Join(have, ", "))
 	}
 	dev, err := resolvePath(f, "/sys/class/net/"+name+"/device")
 	if err != nil {

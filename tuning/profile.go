@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -256,6 +257,10 @@ func ParseProfile(data []byte) (Profile, error) {
 		if errors.Is(err, io.EOF) {
 			return p, errors.New("empty profile")
 		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return p, errors.New(yamlMessage(te.Errors[0]))
+		}
 		return p, err
 	}
 	if err := p.Validate(); err != nil {
@@ -267,6 +272,36 @@ func ParseProfile(data []byte) (Profile, error) {
 	}
 	return p, nil
 }
+
+// yamlMessage turns the decoder's "line 2: field server_cpu not found in
+// type tuning.Profile" into one line that lists the accepted fields.
+func yamlMessage(m string) string {
+	line, rest, ok := strings.Cut(m, ": ")
+	if !ok {
+		return m
+	}
+	if f, ok := strings.CutPrefix(rest, "field "); ok {
+		if name, _, ok := strings.Cut(f, " not found"); ok {
+			return fmt.Sprintf("%s: %s: unknown field (accepted: %s)", line, name, strings.Join(profileFields(), ", "))
+		}
+	}
+	return line + ": " + rest
+}
+
+// profileFields lists the YAML names of Profile's fields.
+func profileFields() []string {
+	t := reflect.TypeFor[Profile]()
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		out = append(out, name)
+	}
+	return out
+}
+
+// ProfileLine returns the line of a field (as FieldError names it) in a
+// profile file, or 0; the CLI uses it for errors found against the host.
+func ProfileLine(data []byte, field string) int { return lineOf(data, field) }
 
 // lineOf finds the line of a top-level key ("sysctls.x" looks up x under
 // sysctls) so errors point into the file.

@@ -55,7 +55,8 @@ func TestParseProfile(t *testing.T) {
 		{"nic: ens50\nirqbalance: off\n", "line 2: irqbalance: \"off\": want stopped, running or leave"},
 		{"nic: ens50\n\nserver_cpus: 4-x\n", "line 3: server_cpus:"},
 		{"nic: ens50\nsysctls:\n  net.core.rmem_max: \"\"\n", "line 3: sysctls.net.core.rmem_max"},
-		{"nic: ens50\nserver_cpu: 4\n", "line 2: field server_cpu not found"},
+		{"nic: ens50\nserver_cpu: 4\n", "line 2: server_cpu: unknown field (accepted: nic, nic_address, irqbalance,"},
+		{"nic: [ens50]\n", "line 1: cannot unmarshal"},
 		{"", "empty profile"},
 	} {
 		_, err := ParseProfile([]byte(tc.yaml))

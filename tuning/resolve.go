@@ -51,7 +51,7 @@ func ReadFacts(ctx context.Context, h Host, p Profile) (Facts, error) {
 			return f, fieldErr("nic_address", "%q is not an IP address", p.NICAddress)
 		}
 		if name, err = h.Addresses.InterfaceWithAddress(ctx, addr); err != nil {
-			return f, fmt.Errorf("nic_address %s: %w", addr, err)
+			return f, err
 		}
 	}
 	if f.NIC, err = ReadNIC(h.FS, name); err != nil {

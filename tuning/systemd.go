@@ -98,7 +98,7 @@ func (KernelAddresses) InterfaceWithAddress(ctx context.Context, addr netip.Addr
 			}
 		}
 	}
-	return "", fmt.Errorf("no interface carries %s: %w", addr, ErrUnknownInterface)
+	return "", fmt.Errorf("%w: none carries %s", ErrUnknownInterface, addr)
 }
 
 var errNoUnit = errors.New("unit not present")

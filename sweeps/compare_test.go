@@ -1,0 +1,116 @@
+package sweeps
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/linerate/linerate/lab"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// writeRun stores records for versions x keys x reps with the given Gbps.
+func writeRun(t *testing.T, dir string, gbps map[string]map[string][]float64, clientLimited map[string]bool) *Run {
+	t.Helper()
+	st, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	idx := 0
+	for _, v := range []string{"valkey-8.1.8", "valkey-9.1.0"} {
+		for _, key := range []string{"GET/8MiB", "SET/8MiB"} {
+			for rep, g := range gbps[v][key] {
+				id := v + "/" + key + "/r" + string(rune('1'+rep))
+				w := lab.Workload{Ratio: lab.Ratio{Gets: 100}, Duration: lab.Duration(1e9)}
+				if key[0] == 'S' {
+					w.Ratio = lab.Ratio{Sets: 100}
+				}
+				rec := &CellRecord{CellID: id, Key: key, Index: idx, Rep: rep + 1, Status: StatusDone,
+					Version: VersionID{Segment: v}, Result: fakeResult(w, g), ClientLimited: clientLimited[id]}
+				if math.IsNaN(g) {
+					rec.Status, rec.Result = StatusFailed, nil
+				}
+				idx++
+				if err := st.WriteCell(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCompareVersions(t *testing.T) {
+	run := writeRun(t, t.TempDir(), map[string]map[string][]float64{
+		"valkey-8.1.8": {"GET/8MiB": {33, 32, 34}, "SET/8MiB": {137, 135, 139}},
+		"valkey-9.1.0": {"GET/8MiB": {200, 201, 199, 150}, "SET/8MiB": {136, 139, 134}},
+	}, map[string]bool{"valkey-9.1.0/GET/8MiB/r4": true})
+	c, err := Compare([]*Run{run}, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.A != "valkey-8.1.8" || len(c.Rows) != 2 {
+		t.Fatalf("%+v", c)
+	}
+	get := c.Rows[0]
+	if get.Key != "GET/8MiB" || get.B.Stats.Median != 200 || get.B.ClientLimited != 1 || get.Mark != "***" {
+		t.Errorf("GET row %+v", get)
+	}
+	if set := c.Rows[1]; set.Mark != "ns" {
+		t.Errorf("SET row mark %s (p %v)", set.Mark, set.Welch)
+	}
+	var out bytes.Buffer
+	if err := WriteComparison(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare_versions.txt", out.Bytes())
+
+	if _, err := Compare([]*Run{run}, CompareOptions{Baseline: "valkey-7.2"}); err == nil {
+		t.Error("unknown baseline accepted")
+	}
+	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "speed"}); err == nil {
+		t.Error("unknown metric accepted")
+	}
+}
+
+func TestCompareRuns(t *testing.T) {
+	a := writeRun(t, filepath.Join(t.TempDir(), "a"), map[string]map[string][]float64{
+		"valkey-9.1.0": {"GET/8MiB": {200}, "SET/8MiB": {166, math.NaN()}},
+	}, nil)
+	b := writeRun(t, filepath.Join(t.TempDir(), "b"), map[string]map[string][]float64{
+		"valkey-9.1.0": {"GET/8MiB": {201}, "SET/8MiB": {165}},
+	}, nil)
+	c, err := Compare([]*Run{a, b}, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 2 || c.Rows[0].Mark != "n/a" || c.Rows[1].A.Failed != 1 {
+		t.Errorf("%+v", c.Rows)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}

@@ -1,0 +1,193 @@
+package launch
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/debpkg"
+)
+
+// systemRedis is the bookworm redis-server .ci/setup installs: the "any
+// binary the user names" case.
+func systemRedis(t *testing.T) string {
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server missing; .ci/setup installs it")
+		}
+		t.Skip("redis-server missing (install redis-server from bookworm, or run make setup)")
+	}
+	p, _ = filepath.EvalSymlinks(p)
+	// Run it by the name it is known by, so /proc shows redis-server.
+	link := filepath.Join(t.TempDir(), "redis-server")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+func lastCPU() string { return strconv.Itoa(runtime.NumCPU() - 1) }
+
+func TestLocalPinnedStartStop(t *testing.T) {
+	bin := systemRedis(t)
+	l := &Local{Binary: bin, Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path", Build: bin}}
+	ctx := context.Background()
+	srv, err := l.Start(ctx, infra.ServerSettings{CPUs: lastCPU(), IOThreads: 2, MaxMemory: "100mb", LogDir: t.TempDir(),
+		Env: []string{"MALLOC_CONF=oversize_threshold:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := srv.Facts()
+	if !strings.HasPrefix(f.Identity.Version, "7.") || f.Config["maxmemory"] != "104857600" || f.Config["io-threads"] != "2" {
+		t.Errorf("facts: version %q maxmemory %q io-threads %q", f.Identity.Version, f.Config["maxmemory"], f.Config["io-threads"])
+	}
+	if len(f.Threads) < 2 {
+		t.Errorf("threads = %+v, want the main thread and more", f.Threads)
+	}
+	for _, th := range f.Threads {
+		if th.CPUs != lastCPU() {
+			t.Errorf("thread %s/%d on %s, want %s", th.Name, th.TID, th.CPUs, lastCPU())
+		}
+	}
+	if f.Threads[0].Name != "redis-server" {
+		t.Errorf("main thread is named %q, want redis-server", f.Threads[0].Name)
+	}
+	// (The environment is not read back from /proc: Redis rewrites its
+	// process title over the environ area.)
+	if len(f.Identity.Env) != 1 {
+		t.Errorf("identity env = %v", f.Identity.Env)
+	}
+	// Our own threads were not narrowed by the pinning trick.
+	if cpus, _ := os.ReadFile("/proc/self/status"); runtime.NumCPU() > 1 && strings.Contains(string(cpus), "Cpus_allowed_list:\t"+lastCPU()+"\n") {
+		t.Error("the test process itself ended up pinned")
+	}
+	if err := srv.Stop(ctx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if _, open := <-srv.Exited(); open {
+		t.Error("a clean stop was reported as unexpected")
+	}
+	if err := syscallKill0(f.PID); err == nil {
+		t.Error("server still running after Stop")
+	}
+}
+
+func syscallKill0(pid int) error {
+	p, _ := os.FindProcess(pid)
+	return p.Signal(syscallZero)
+}
+
+func TestLocalFaults(t *testing.T) {
+	bin := systemRedis(t)
+	ctx := context.Background()
+	l := &Local{Binary: bin}
+
+	t.Run("port in use", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		_, err = l.Start(ctx, infra.ServerSettings{Kind: infra.Redis, Port: port})
+		if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+			t.Errorf("err = %v, want ErrPortInUse naming %d", err, port)
+		}
+	})
+	t.Run("exits at start", func(t *testing.T) {
+		_, err := l.Start(ctx, infra.ServerSettings{Kind: infra.Redis, Extra: []string{"--no-such-directive", "1"}, LogDir: t.TempDir()})
+		if !errors.Is(err, ErrExitedEarly) || !strings.Contains(err.Error(), "no-such-directive") {
+			t.Errorf("err = %v, want ErrExitedEarly with the log tail naming the bad directive", err)
+		}
+	})
+	t.Run("wrong architecture", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "valkey-server")
+		if err := os.WriteFile(p, fakeELF(elf.EM_AARCH64), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if runtime.GOARCH == "arm64" {
+			t.Skip("this fixture is for the host's own architecture here")
+		}
+		_, err := (&Local{Binary: p}).Start(ctx, infra.ServerSettings{})
+		if !errors.Is(err, debpkg.ErrWrongArch) {
+			t.Errorf("err = %v, want ErrWrongArch", err)
+		}
+	})
+	t.Run("setting the version lacks", func(t *testing.T) {
+		yes := true
+		_, err := (&Local{Binary: bin, Identity: infra.ServerIdentity{Kind: infra.Valkey, Version: "8.1.1"}}).Start(ctx, infra.ServerSettings{IOThreadsDoReads: &yes})
+		if !errors.Is(err, infra.ErrUnsupportedSetting) {
+			t.Errorf("err = %v, want ErrUnsupportedSetting", err)
+		}
+	})
+}
+
+func TestLocalReportsKill(t *testing.T) {
+	bin := systemRedis(t)
+	srv, err := (&Local{Binary: bin}).Start(context.Background(), infra.ServerSettings{Kind: infra.Redis, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := os.FindProcess(srv.Facts().PID)
+	p.Kill()
+	select {
+	case e := <-srv.Exited():
+		if e.Expected || e.Signal != "SIGKILL" || !strings.Contains(e.LogTail, "Ready to accept") {
+			t.Errorf("exit = %+v, want unexpected SIGKILL with log tail", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGKILL not reported")
+	}
+	if err := srv.Stop(context.Background()); err != nil {
+		t.Errorf("stop after kill: %v", err)
+	}
+}
+
+func TestThreadAffinityFixture(t *testing.T) {
+	root := t.TempDir()
+	for tid, st := range map[string]string{
+		"100": "Name:\tvalkey-server\nCpus_allowed_list:\t8-23\n",
+		"101": "Name:\tio_thd_1\nCpus_allowed_list:\t8-23\n",
+		"102": "Name:\tbio_aof\nCpus_allowed_list:\t0-31\n",
+	} {
+		d := filepath.Join(root, "100", "task", tid)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "status"), []byte(st), 0o644)
+	}
+	th, err := ThreadAffinity(root, 100)
+	if err != nil || len(th) != 3 || th[0].Name != "valkey-server" {
+		t.Fatalf("threads = %+v, %v", th, err)
+	}
+	err = CheckPinned(th, "8-23")
+	if err == nil || !strings.Contains(err.Error(), "bio_aof/102 on 0-31") {
+		t.Errorf("CheckPinned = %v, want it to name bio_aof", err)
+	}
+	if err := CheckPinned(th[:2], "8-23"); err != nil {
+		t.Errorf("CheckPinned(pinned threads) = %v", err)
+	}
+}
+
+func fakeELF(m elf.Machine) []byte {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), 1
+	binary.LittleEndian.PutUint16(h[16:], uint16(elf.ET_DYN))
+	binary.LittleEndian.PutUint16(h[18:], uint16(m))
+	binary.LittleEndian.PutUint32(h[20:], 1)
+	binary.LittleEndian.PutUint16(h[52:], 64)
+	binary.LittleEndian.PutUint16(h[54:], 56)
+	binary.LittleEndian.PutUint16(h[58:], 64)
+	return h
+}

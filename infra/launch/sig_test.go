@@ -1,0 +1,5 @@
+package launch
+
+import "syscall"
+
+var syscallZero = syscall.Signal(0)

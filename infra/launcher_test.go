@@ -1,0 +1,108 @@
+package infra
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestArgs(t *testing.T) {
+	yes := true
+	tests := []struct {
+		name    string
+		s       ServerSettings
+		want    string // argv joined by spaces, '' for the empty string
+		refused string // part of the error when refused
+	}{
+		{name: "the study's settings", s: ServerSettings{IOThreads: 16, MaxMemory: "60gb"},
+			want: "--save '' --appendonly no --io-threads 16 --protected-mode no --maxmemory 60gb"},
+		{name: "local port and bind", s: ServerSettings{Kind: Redis, Version: "7.0.15", Port: 7000, Bind: "127.0.0.1", RequirePass: "pw"},
+			want: "--save '' --appendonly no --protected-mode no --port 7000 --bind 127.0.0.1 --requirepass pw"},
+		{name: "persistence on, protected", s: ServerSettings{Persistence: true, ProtectedMode: true},
+			want: "--protected-mode yes"},
+		{name: "acl user and extra flags", s: ServerSettings{User: &ACLUser{"bench", "s3cret"}, Extra: []string{"--hz", "100"}},
+			want: "--save '' --appendonly no --protected-mode no --user bench on >s3cret ~* &* +@all --hz 100"},
+		{name: "keydb threads", s: ServerSettings{Kind: KeyDB, IOThreads: 4},
+			want: "--save '' --appendonly no --server-threads 4 --protected-mode no"},
+		{name: "garnet mapping", s: ServerSettings{Kind: Garnet, Port: 7000, MaxMemory: "8g", RequirePass: "pw"},
+			want: "--memory 8g --port 7000 --auth Password --password pw"},
+		{name: "io-threads-do-reads on valkey 7.2", s: ServerSettings{Version: "7.2.13", IOThreads: 4, IOThreadsDoReads: &yes},
+			want: "--save '' --appendonly no --io-threads 4 --protected-mode no --io-threads-do-reads yes"},
+		{name: "io-threads-do-reads on valkey 8.1", s: ServerSettings{Version: "8.1.1", IOThreadsDoReads: &yes},
+			refused: "Valkey 8 always threads reads"},
+		{name: "io-threads on redis 5", s: ServerSettings{Kind: Redis, Version: "5.0.14", IOThreads: 4},
+			refused: "io-threads on redis 5.0.14"},
+		{name: "acl user on redis 5", s: ServerSettings{Kind: Redis, Version: "5.0.14", User: &ACLUser{"a", "b"}},
+			refused: "ACL users arrived in Redis 6.0"},
+		{name: "io-threads on garnet", s: ServerSettings{Kind: Garnet, IOThreads: 4},
+			refused: "Garnet has no io-threads"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := tc.s.Args()
+			if tc.refused != "" {
+				if !errors.Is(err, ErrUnsupportedSetting) || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("err = %v, want ErrUnsupportedSetting containing %q", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range args {
+				if a == "" {
+					args[i] = "''"
+				}
+			}
+			if got := strings.Join(args, " "); got != tc.want {
+				t.Errorf("args = %s\nwant   %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		s     ServerSettings
+		field string
+	}{
+		{ServerSettings{Kind: "memcached"}, "kind"},
+		{ServerSettings{Port: 70000}, "port"},
+		{ServerSettings{CPUs: "3-1"}, "cpus"},
+		{ServerSettings{Env: []string{"MALLOC_CONF"}}, "env"},
+		{ServerSettings{User: &ACLUser{Name: "x"}}, "user"},
+		{ServerSettings{Version: "latest"}, "version"},
+	}
+	for _, tc := range tests {
+		err := tc.s.Validate()
+		if err == nil || !strings.Contains(err.Error(), "server settings "+tc.field) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.s, err, tc.field)
+		}
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	for in, want := range map[string]string{"8-23": "8-23", "0,2-3,1": "0-3", "5": "5", "1,3,5-6": "1,3,5-6"} {
+		c, err := ParseCPUList(in)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if got := FormatCPUList(c); got != want {
+			t.Errorf("%q -> %q, want %q", in, got, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "-1"} {
+		if _, err := ParseCPUList(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestIdentityString(t *testing.T) {
+	id := ServerIdentity{Kind: Valkey, Version: "8.1.1", Build: "8.1.1+dfsg1-3", Source: "debian:trixie", Runtime: "sid",
+		Env: []string{"MALLOC_CONF=oversize_threshold:0"}}
+	want := "valkey 8.1.1 (debian:trixie 8.1.1+dfsg1-3, runtime sid, MALLOC_CONF=oversize_threshold:0)"
+	if got := id.String(); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+)
+
+func init() {
+	register(command{name: "sweep", summary: "plan and run a campaign of cells (versions x workloads), resumable", run: runSweep})
+}
+
+const sweepUsage = `Usage: linerate sweep <plan|run> CAMPAIGN.yaml [flags]
+
+A campaign file lists server versions (the outer dimension) and a bench
+workload whose fields may be lists (each list is a dimension). plan prints
+every cell in run order with the estimated wall time; run executes it into a
+run directory, one JSON record per cell, resuming where it stopped.
+
+Examples:
+  linerate sweep plan sweeps/campaigns/local.yaml
+  linerate sweep plan sweeps/campaigns/study.yaml --json | jq .estimate
+  linerate sweep run sweeps/campaigns/local.yaml              # into runs/local
+  linerate sweep run sweeps/campaigns/local.yaml --out runs/local-2 --redo
+  linerate sweep run sweeps/campaigns/local.yaml --only 'valkey@9.1/*/64MiB/*'
+
+Cell IDs read version/op/size/<dimensions that vary>/repetition, e.g.
+valkey-9.1.2/GET/8MiB/c32/r2. Running the same command again keeps done
+cells, retries failed ones (up to --max-attempts) and never redoes done cells
+unless --redo. docs/sweeps.md describes the file format.
+
+Flags:
+`
+
+// sweepParts supplies the server starter and the bencher for sweep run.
+// The engine and the launchers plug in here; until then run refuses.
+var sweepParts func(ctx context.Context, p *sweeps.Plan) (sweeps.ServerStarter, sweeps.Bencher, error)
+
+// sweepResolver, when set, resolves store selectors to exact versions so
+// cell IDs carry them (valkey@9.1 -> valkey-9.1.2).
+var sweepResolver sweeps.Resolver
+
+func runSweep(ctx context.Context, args []string) int {
+	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
+	fs.SortFlags = false
+	asJSON := fs.Bool("json", false, "plan: print the plan as JSON")
+	out := fs.String("out", "", "run: run directory (default runs/<campaign name>)")
+	redo := fs.Bool("redo", false, "run: run every cell again, done ones too")
+	maxAttempts := fs.Int("max-attempts", sweeps.DefaultMaxAttempts, "run: stop retrying a cell after this many failed attempts")
+	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey@9.1/GET/*/*')")
+	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label (0: unknown, as on loopback)")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "linerate sweep: %v (see linerate sweep --help)\n", err)
+		return 2
+	}
+	if fs.NArg() != 2 || (fs.Arg(0) != "plan" && fs.Arg(0) != "run") {
+		fmt.Fprintln(os.Stderr, "linerate sweep: use linerate sweep plan FILE or linerate sweep run FILE (see linerate sweep --help)")
+		return 2
+	}
+	if *maxAttempts < 1 {
+		fmt.Fprintf(os.Stderr, "linerate sweep: --max-attempts %d: use 1 or more\n", *maxAttempts)
+		return 2
+	}
+	if *only != "" {
+		if _, err := path.Match(*only, ""); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep: --only %q: %v; use a pattern such as 'valkey@9.1/GET/*/*'\n", *only, err)
+			return 2
+		}
+	}
+	action, file := fs.Arg(0), fs.Arg(1)
+	c, err := sweeps.LoadCampaign(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	p, err := sweeps.NewPlan(ctx, c, sweepResolver)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep: %v\n", err)
+		return 2
+	}
+	if action == "plan" {
+		if *asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(p); err != nil {
+				fmt.Fprintf(os.Stderr, "linerate sweep: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+		if err := sweeps.WritePlan(os.Stdout, p); err != nil {
+			return 1
+		}
+		return 0
+	}
+
+	if sweepParts == nil {
+		fmt.Fprintln(os.Stderr, "linerate sweep run: this build has no server launcher and engine plugged in yet; use linerate sweep plan")
+		return 1
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("runs", c.Name)
+	}
+	st, err := sweeps.OpenStore(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	starter, bencher, err := sweepParts(ctx, p)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+		return 1
+	}
+	r := &sweeps.Runner{
+		Plan: p, Store: st, Servers: starter, Bench: bencher,
+		Sampler:     hostmetrics.FS{Root: "/"},
+		Progress:    sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)),
+		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: []sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}},
+		MaxAttempts: *maxAttempts,
+		Redo:        *redo,
+		LinkGbps:    *linkGbps,
+	}
+	if *only != "" {
+		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	}
+	sum, err := r.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+		return 1
+	}
+	fmt.Printf("results: %s\n", dir)
+	switch {
+	case sum.Interrupted:
+		return 130
+	case len(sum.Failed) > 0:
+		return 1
+	}
+	return 0
+}

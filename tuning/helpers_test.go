@@ -2,10 +2,12 @@ package tuning
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -25,6 +27,43 @@ func fixtureHost(t *testing.T, name string) (Host, string) {
 		t.Fatal(err)
 	}
 	return NewFixtureHost(dir), dir
+}
+
+// sharedDirs caches one expansion per fixture for tests that only read.
+var (
+	sharedMu   sync.Mutex
+	sharedDirs = map[string]string{}
+	sharedRoot string // made and removed by TestMain
+)
+
+// sharedFixtureHost is fixtureHost for tests that never write: the fixture
+// is expanded once per test binary.
+func sharedFixtureHost(t *testing.T, name string) Host {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	dir, ok := sharedDirs[name]
+	if !ok {
+		dir = filepath.Join(sharedRoot, name)
+		if err := ExpandFixtureFile(fixtures[name], dir); err != nil {
+			t.Fatal(err)
+		}
+		sharedDirs[name] = dir
+	}
+	h := NewFixtureHost(dir)
+	h.FS = readOnlyFS{h.FS}
+	return h
+}
+
+// readOnlyFS makes a test that should only read fail loudly if it writes.
+type readOnlyFS struct{ FS }
+
+func (r readOnlyFS) WriteFile(name string, _ []byte) error {
+	return fmt.Errorf("write %s on a shared read-only fixture", name)
+}
+
+func (r readOnlyFS) Remove(name string) error {
+	return fmt.Errorf("remove %s on a shared read-only fixture", name)
 }
 
 // readTree returns every regular file under dir by relative path, skipping

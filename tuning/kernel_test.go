@@ -30,7 +30,14 @@ func TestMain(m *testing.M) {
 	case "refuse":
 		os.Exit(netnsRefuseChild())
 	}
-	os.Exit(m.Run())
+	var err error
+	if sharedRoot, err = os.MkdirTemp("", "tuning-fixtures-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(sharedRoot)
+	os.Exit(code)
 }
 
 // needRoot skips outside CI when the test cannot create namespaces, and

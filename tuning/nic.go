@@ -62,15 +62,23 @@ func ParseInterrupts(r io.Reader) ([]InterruptLine, error) {
 		if err != nil || !strings.HasSuffix(fields[0], ":") {
 			continue
 		}
+		// Counts, the chip, the hwirq and trigger ("81920 Edge" on ARM,
+		// "1048576-edge" on x86), then the action's name. An IRQ whose
+		// driver freed it (ENA's queues beyond a reduced count) has no name.
 		name := ""
-		// Counts, then chip and hwirq, then the action name. A line with
-		// only counts has no action (the IRQ is allocated but unused).
-		if len(fields) > 1+ncpu+1 {
-			name = fields[len(fields)-1]
+		if rest := fields[min(len(fields), 1+ncpu):]; len(rest) > 2 && !isTriggerField(rest[len(rest)-1]) {
+			name = rest[len(rest)-1]
 		}
 		out = append(out, InterruptLine{IRQ: num, Name: name})
 	}
 	return out, sc.Err()
+}
+
+// isTriggerField reports whether a /proc/interrupts field is the trigger
+// type column rather than a name.
+func isTriggerField(f string) bool {
+	l := strings.ToLower(f)
+	return l == "edge" || l == "level" || strings.HasSuffix(l, "-edge") || strings.HasSuffix(l, "-level")
 }
 
 // ReadNIC finds an interface and its queue IRQs. The device's MSI vectors
@@ -132,6 +140,9 @@ func ReadNIC(f FS, name string) (NIC, error) {
 		return nic, fmt.Errorf("parse /proc/interrupts: %w", err)
 	}
 	for _, l := range lines {
+		if l.Name == "" {
+			continue // allocated, but no handler: serves nothing now
+		}
 		named := hasIfToken(l.Name, name)
 		if !named && !msi[l.IRQ] {
 			continue

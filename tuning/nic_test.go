@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestReadTopology(t *testing.T) {
 		{"vm", "0-1", 2, 1, false, 1, "1", ""},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			h, _ := fixtureHost(t, tc.fixture)
+			h := sharedFixtureHost(t, tc.fixture)
 			topo, err := ReadTopology(h.FS)
 			if err != nil {
 				t.Fatal(err)
@@ -58,7 +59,7 @@ func TestReadNIC(t *testing.T) {
 		{"vm", "lo", "", "", -1, "", 0, ""},
 	} {
 		t.Run(tc.fixture+"/"+tc.nic, func(t *testing.T) {
-			h, _ := fixtureHost(t, tc.fixture)
+			h := sharedFixtureHost(t, tc.fixture)
 			nic, err := ReadNIC(h.FS, tc.nic)
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +86,7 @@ func TestReadNIC(t *testing.T) {
 			}
 		})
 	}
-	h, _ := fixtureHost(t, "graviton")
+	h := sharedFixtureHost(t, "graviton")
 	for _, bad := range []string{"eth9", "ens", "../../etc"} {
 		if _, err := ReadNIC(h.FS, bad); !errors.Is(err, ErrUnknownInterface) {
 			t.Errorf("ReadNIC(%q) = %v, want ErrUnknownInterface", bad, err)
@@ -93,6 +94,32 @@ func TestReadNIC(t *testing.T) {
 	}
 	if _, err := ReadNIC(h.FS, "eth9"); err == nil || !strings.Contains(err.Error(), "ens50") {
 		t.Errorf("unknown-interface error should list the host's interfaces: %v", err)
+	}
+}
+
+func TestParseInterrupts(t *testing.T) {
+	in := `           CPU0       CPU1       CPU2
+  11:       1000          0          0     GICv3  27 Level     arch_timer
+  41:          5          0          0   ITS-MSI 81921 Edge      ens50-Tx-Rx-0
+  45:          0          0          0   ITS-MSI 81925 Edge
+  38:          0       3171          0  PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0
+  39:          0          0          0  IR-PCI-MSI 1048576-edge
+ NMI:          0          0          0   Non-maskable interrupts
+ ERR:          0
+`
+	lines, err := ParseInterrupts(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		got = append(got, fmt.Sprintf("%d=%s", l.IRQ, l.Name))
+	}
+	if want := "11=arch_timer 41=ens50-Tx-Rx-0 45= 38=virtio2-input.0 39="; strings.Join(got, " ") != want {
+		t.Errorf("got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if _, err := ParseInterrupts(strings.NewReader("")); err == nil {
+		t.Error("empty file accepted")
 	}
 }
 

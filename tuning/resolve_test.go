@@ -9,7 +9,7 @@ import (
 
 func resolveOn(t *testing.T, fixture string, p Profile) (Desired, error) {
 	t.Helper()
-	h, _ := fixtureHost(t, fixture)
+	h := sharedFixtureHost(t, fixture)
 	facts, err := ReadFacts(bg, h, p)
 	if err != nil {
 		return Desired{}, err
@@ -151,7 +151,7 @@ func TestRefusedProfiles(t *testing.T) {
 }
 
 func TestUnknownInterface(t *testing.T) {
-	h, _ := fixtureHost(t, "graviton")
+	h := sharedFixtureHost(t, "graviton")
 	for _, p := range []Profile{{NIC: "eth7"}, {NICAddress: "10.9.9.9"}} {
 		if _, err := MakePlan(bg, h, p); !errors.Is(err, ErrUnknownInterface) {
 			t.Errorf("%+v: want ErrUnknownInterface, got %v", p, err)
@@ -160,7 +160,7 @@ func TestUnknownInterface(t *testing.T) {
 }
 
 func TestUnknownSysctl(t *testing.T) {
-	h, _ := fixtureHost(t, "graviton")
+	h := sharedFixtureHost(t, "graviton")
 	_, err := MakePlan(bg, h, Profile{NIC: "ens50", Sysctls: map[string]string{"net.core.no_such": "1"}})
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "sysctls.net.core.no_such" {

@@ -146,3 +146,17 @@ func TestAnalyzeDrift(t *testing.T) {
 		}
 	}
 }
+
+func TestAnalyzeDriftLong(t *testing.T) {
+	xs := make([]float64, 86400)
+	for i := range xs {
+		xs[i] = 100 + float64(i%7)
+		if i > 50000 {
+			xs[i] -= 10
+		}
+	}
+	d := AnalyzeDrift(xs, DriftOptions{})
+	if d.Verdict != DriftStep || d.Step.At < 49990 || d.Step.At > 50010 {
+		t.Errorf("day-long step: %s %+v", d.Verdict, d.Step)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -191,9 +192,32 @@ func (a *Apt) indexPath() (string, error) {
 	return m[0], nil
 }
 
+// lock serializes private apt runs on one suite across processes (tests
+// of several packages share a cache): apt's own lock would fail instead of
+// waiting.
+func (a *Apt) lock() (func(), error) {
+	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(a.Dir, "linerate.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock private apt %s: %w", a.Suite, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock private apt %s: %w", a.Suite, err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
 // Update refreshes the suite's index when it is missing or older than
 // maxAge (0: always).
 func (a *Apt) Update(ctx context.Context, maxAge time.Duration) error {
+	unlock, err := a.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := a.setup(); err != nil {
 		return err
 	}
@@ -238,6 +262,11 @@ func (a *Apt) Index() (*Index, error) {
 // order. A file whose checksum does not match is removed and reported as a
 // broken download.
 func (a *Apt) Download(ctx context.Context, pkgs []*Package) ([]string, error) {
+	unlock, err := a.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := a.setup(); err != nil {
 		return nil, err
 	}

@@ -408,6 +408,12 @@ func (in *Installer) patchelf(ctx context.Context, suite string) (patchelf, erro
 		return patchelf{}, err
 	}
 	root := filepath.Join(dir, "tools", "patchelf-"+suite+"-"+in.arch())
+	// Another process may be unpacking the same tool: take turns.
+	unlock, err := (&Apt{Dir: filepath.Join(dir, "tools"), Suite: "tools"}).lock()
+	if err != nil {
+		return patchelf{}, err
+	}
+	defer unlock()
 	res, ok := readDone(root)
 	if !ok {
 		if err := prepareRoot(root); err != nil {

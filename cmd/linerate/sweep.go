@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -17,6 +18,7 @@ import (
 
 func init() {
 	register(command{name: "sweep", summary: "plan and run a campaign of cells (versions x workloads), resumable", run: runSweep})
+	register(command{name: "soak", summary: "rerun one cell of a run for a long window and report drift", run: runSoak})
 }
 
 const sweepUsage = `Usage: linerate sweep <plan|run> CAMPAIGN.yaml [flags]
@@ -148,6 +150,71 @@ func runSweep(ctx context.Context, args []string) int {
 	case sum.Interrupted:
 		return 130
 	case len(sum.Failed) > 0:
+		return 1
+	}
+	return 0
+}
+
+const soakUsage = `Usage: linerate soak RUNDIR --cell ID [--duration 15m]
+
+Reruns one cell of a campaign's run directory (same server version and
+settings, same workload) for a long window, and reports drift of its
+per-second Gbps: the first third against the last third, and any step
+change. The record goes to RUNDIR/soak/<cell>-<time>.json, beside the
+campaign. To make sure short cells were not a lucky window, soak the cells
+you quote.
+
+Examples:
+  linerate soak runs/study --cell valkey-9.1.0/GET/8MB/r1 --duration 15m
+  linerate soak runs/local --cell valkey@9.1/SET/64MiB/r1 --duration 2m
+
+Flags:
+`
+
+func runSoak(ctx context.Context, args []string) int {
+	fs := pflag.NewFlagSet("soak", pflag.ContinueOnError)
+	fs.SortFlags = false
+	cell := fs.String("cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
+	dur := fs.Duration("duration", 15*time.Minute, "measured window of the rerun")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, soakUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "linerate soak: %v (see linerate soak --help)\n", err)
+		return 2
+	}
+	if fs.NArg() != 1 || *cell == "" {
+		fmt.Fprintln(os.Stderr, "linerate soak: give one run directory and --cell ID (see linerate soak --help)")
+		return 2
+	}
+	if *dur < 10*time.Second {
+		fmt.Fprintf(os.Stderr, "linerate soak: --duration %s: use at least 10s; drift needs a series (e.g. 15m)\n", *dur)
+		return 2
+	}
+	if sweepParts == nil {
+		fmt.Fprintln(os.Stderr, "linerate soak: this build has no server launcher and engine plugged in yet")
+		return 1
+	}
+	st, err := sweeps.OpenStore(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	starter, bencher, err := sweepParts(ctx, nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
+		return 1
+	}
+	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: starter, Bench: bencher, Sampler: hostmetrics.FS{Root: "/"}}
+	rec, err := s.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
+		return 1
+	}
+	fmt.Print(sweeps.SoakText(rec))
+	if rec.Status != sweeps.StatusDone {
 		return 1
 	}
 	return 0

@@ -70,6 +70,9 @@ type Runner struct {
 	FaultCost time.Duration
 	// StopTimeout bounds stopping a server.
 	StopTimeout time.Duration
+	// SampleEvery is the host snapshot interval when the bencher gives no
+	// window marks (default 500ms).
+	SampleEvery time.Duration
 }
 
 // DefaultMaxAttempts is how often a failing cell is tried before the
@@ -338,13 +341,44 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 			after = snap()
 		}
 	}
-	whole := snap()
+	// Without marks from the bencher, snapshots taken every SampleEvery
+	// during the bench are cut to the window the result reports.
+	var series []*hostmetrics.Snapshot
+	sampleDone := make(chan struct{})
+	sampleStop := make(chan struct{})
+	if r.Sampler != nil {
+		every := r.SampleEvery
+		if every <= 0 {
+			every = 500 * time.Millisecond
+		}
+		go func() {
+			defer close(sampleDone)
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				if s := snap(); s != nil {
+					series = append(series, s)
+				}
+				select {
+				case <-t.C:
+				case <-sampleStop:
+					return
+				}
+			}
+		}()
+	} else {
+		close(sampleDone)
+	}
 	res, err := r.Bench.Bench(cellCtx, w, mark)
-	end := snap()
+	close(sampleStop)
+	<-sampleDone
+	if s := snap(); s != nil {
+		series = append(series, s)
+	}
 	cancel(nil)
 	<-watchDone
 	if before == nil || after == nil {
-		before, after = whole, end
+		before, after = windowOf(series, res)
 	}
 	rec.Result = res
 
@@ -448,4 +482,32 @@ func (r *Runner) recordServer(ctx context.Context, pv PlanVersion, srv RunningSe
 	}
 	r.Env.Servers = append(r.Env.Servers, f)
 	_ = r.Store.WriteEnv(r.Env)
+}
+
+// windowOf picks from periodic snapshots the pair that best covers the
+// result's measured window (it ended at res.Ended and lasted
+// Window.Measured): the first at or after its start, the last at or before
+// its end. Without a usable window it spans every snapshot.
+func windowOf(series []*hostmetrics.Snapshot, res *lab.Result) (a, b *hostmetrics.Snapshot) {
+	if len(series) < 2 {
+		return nil, nil
+	}
+	a, b = series[0], series[len(series)-1]
+	if res == nil || res.Ended.IsZero() || res.Window.Measured <= 0 {
+		return a, b
+	}
+	start := res.Ended.Add(-res.Window.Measured.D())
+	ai, bi := -1, -1
+	for i, s := range series {
+		if ai < 0 && !s.At.Before(start) {
+			ai = i
+		}
+		if !s.At.After(res.Ended) {
+			bi = i
+		}
+	}
+	if ai >= 0 && bi > ai {
+		return series[ai], series[bi]
+	}
+	return a, b
 }

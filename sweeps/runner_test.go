@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
 const runSpec = `name: rt
@@ -214,5 +217,25 @@ func TestRunnerInterrupt(t *testing.T) {
 		if c.Status != StatusDone {
 			t.Errorf("%s recorded as %s after an interrupt", id, c.Status)
 		}
+	}
+}
+
+func TestWindowOf(t *testing.T) {
+	base := time.Unix(1000, 0)
+	var series []*hostmetrics.Snapshot
+	for i := 0; i < 20; i++ { // every 500 ms for 10 s
+		series = append(series, &hostmetrics.Snapshot{At: base.Add(time.Duration(i) * 500 * time.Millisecond)})
+	}
+	res := &lab.Result{Ended: base.Add(9 * time.Second), Window: lab.Window{Measured: lab.Duration(5 * time.Second)}}
+	a, b := windowOf(series, res)
+	if !a.At.Equal(base.Add(4*time.Second)) || !b.At.Equal(base.Add(9*time.Second)) {
+		t.Errorf("window %v-%v", a.At.Sub(base), b.At.Sub(base))
+	}
+	a, b = windowOf(series, &lab.Result{})
+	if a != series[0] || b != series[19] {
+		t.Error("no window: want all snapshots")
+	}
+	if a, _ := windowOf(series[:1], res); a != nil {
+		t.Error("one snapshot is no window")
 	}
 }

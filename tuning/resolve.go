@@ -163,8 +163,13 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 	// Cores in order of preference: the NIC's NUMA node first, so that
 	// interrupts, server and client share its memory and its PCIe root.
 	nicNode := f.NIC.Node
+	nodeDesc := fmt.Sprintf("the NIC's NUMA node %d", nicNode)
 	if _, ok := t.Nodes[nicNode]; !ok {
 		nicNode = t.nodeIDs()[0]
+		nodeDesc = fmt.Sprintf("NUMA node %d", nicNode)
+		if len(t.Nodes) > 1 {
+			d.Notes = append(d.Notes, fmt.Sprintf("the kernel does not say which NUMA node %s is on: node %d is preferred", f.NIC.Name, nicNode))
+		}
 	}
 	cores := slices.Clone(t.Cores)
 	slices.SortStableFunc(cores, func(a, b Core) int {
@@ -203,7 +208,7 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		why := "one per queue asked for"
 		if n == 0 {
 			n = max(1, len(t.Cores)/16)
-			why = fmt.Sprintf("one per 16 of the host's %d cores", len(t.Cores))
+			why = fmt.Sprintf("one per 16 cores, at least 1 (the host has %d)", len(t.Cores))
 		}
 		n = min(n, max(1, len(t.Cores)/4)) // never more than a quarter of the host
 		for _, c := range cores {
@@ -218,7 +223,7 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 			}
 		}
 		slices.Sort(d.IRQCPUs)
-		d.Derived["irq_cpus"] = fmt.Sprintf("%d whole cores on NUMA node %d (%s), first thread of each", len(d.IRQCPUs), nicNode, why)
+		d.Derived["irq_cpus"] = fmt.Sprintf("%s on %s, first thread of each; %s", plural(len(d.IRQCPUs), "whole core"), nodeDesc, why)
 	}
 	if hasIRQs && len(d.IRQCPUs) == 0 {
 		return d, fieldErr("irq_cpus", "no free core is left for the NIC's IRQs (server %s, client %s); set irq_cpus", orNone(explicit["server_cpus"]), orNone(explicit["client_cpus"]))
@@ -286,7 +291,7 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		}
 		half := (len(pool) + 1) / 2
 		d.ServerCPUs, d.ClientCPUs = cpusOf(pool[:half]), cpusOf(pool[half:])
-		d.Derived["server_cpus"] = fmt.Sprintf("first half of the %d free whole cores (NIC's NUMA node %d first)", len(pool), nicNode)
+		d.Derived["server_cpus"] = fmt.Sprintf("first half of %s left, %s first", plural(len(pool), "free whole core"), nodeDesc)
 		d.Derived["client_cpus"] = "second half of the same cores"
 		if len(d.ClientCPUs) == 0 && len(d.ServerCPUs) > 0 {
 			d.Notes = append(d.Notes, "too few CPUs for a separate client set: the client is left unpinned")
@@ -294,10 +299,10 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		}
 	case len(d.ServerCPUs) == 0:
 		d.ServerCPUs = cpusOf(onNode(freeCores))
-		d.Derived["server_cpus"] = fmt.Sprintf("the free whole cores on NUMA node %d", nicNode)
+		d.Derived["server_cpus"] = fmt.Sprintf("the free whole cores on %s", nodeDesc)
 	case len(d.ClientCPUs) == 0:
 		d.ClientCPUs = cpusOf(onNode(freeCores))
-		d.Derived["client_cpus"] = fmt.Sprintf("the free whole cores on NUMA node %d", nicNode)
+		d.Derived["client_cpus"] = fmt.Sprintf("the free whole cores on %s", nodeDesc)
 		if len(d.ClientCPUs) == 0 {
 			d.Notes = append(d.Notes, "no free core left for the client: the client is left unpinned")
 		}
@@ -422,4 +427,11 @@ func orNone(s CPUSet) string {
 		return "none"
 	}
 	return s.String()
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

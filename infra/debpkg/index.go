@@ -2,9 +2,11 @@ package debpkg
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -55,40 +57,42 @@ func ParseIndex(suite string, r io.Reader) (*Index, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		t := sc.Text()
-		if t == "" {
+		t := sc.Bytes()
+		if len(t) == 0 {
 			flush()
 			continue
 		}
 		if t[0] == ' ' || t[0] == '\t' {
 			continue // continuation of a multi-line field we do not keep
 		}
-		k, v, ok := strings.Cut(t, ":")
-		if !ok {
+		i := bytes.IndexByte(t, ':')
+		if i < 0 {
 			return nil, fmt.Errorf("parse %s index line %d: no field name in %q", suite, line, t)
 		}
-		v = strings.TrimSpace(v)
-		switch k {
+		// Only the kept fields are turned into strings: the index is tens
+		// of megabytes and most of it is descriptions and hashes.
+		k, v := t[:i], bytes.TrimSpace(t[i+1:])
+		switch string(k) {
 		case "Package":
-			p.Name = v
+			p.Name = string(v)
 		case "Version":
-			p.Version = v
+			p.Version = string(v)
 		case "Architecture":
-			p.Architecture = v
+			p.Architecture = string(v)
 		case "Section":
-			p.Section = v
+			p.Section = string(v)
 		case "Filename":
-			p.Filename = v
+			p.Filename = string(v)
 		case "SHA256":
-			p.SHA256 = v
+			p.SHA256 = string(v)
 		case "Size":
-			fmt.Sscan(v, &p.Size)
+			p.Size, _ = strconv.ParseInt(string(v), 10, 64)
 		case "Depends":
-			p.Depends = v
+			p.Depends = string(v)
 		case "Pre-Depends":
-			p.PreDepends = v
+			p.PreDepends = string(v)
 		case "Provides":
-			p.Provides = v
+			p.Provides = string(v)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -244,3 +244,38 @@ func TestExpandFixtureRejectsEscapes(t *testing.T) {
 		t.Errorf("missing archive: %v", err)
 	}
 }
+
+// TestApplyWithSavesFirst: the snapshot reaches the hook before any change,
+// and a hook that fails stops apply with the host untouched.
+func TestApplyWithSavesFirst(t *testing.T) {
+	h, dir := fixtureHost(t, "graviton")
+	before := readTree(t, dir)
+	p := loadProfile(t, "profiles/study-c8gn.yaml")
+	var saved []Snapshot
+	snap, _, err := ApplyWith(bg, h, p, func(s Snapshot) error {
+		if got := readTree(t, dir); !maps.Equal(before, got) {
+			t.Error("the host changed before the snapshot was saved")
+		}
+		saved = append(saved, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 1 || !reflect.DeepEqual(saved[0], snap) {
+		t.Errorf("saved %d snapshots; first equals the returned one: %t", len(saved), len(saved) > 0 && reflect.DeepEqual(saved[0], snap))
+	}
+
+	h2, dir2 := fixtureHost(t, "graviton")
+	before2 := readTree(t, dir2)
+	_, _, err = ApplyWith(bg, h2, p, func(Snapshot) error { return syscall.ENOSPC })
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("want the save error, got %v", err)
+	}
+	if got := readTree(t, dir2); !maps.Equal(before2, got) {
+		t.Error("apply changed the host although the snapshot could not be saved")
+	}
+	if st, _ := h2.Services.Status(bg, IrqbalanceUnit); !st.Active {
+		t.Error("apply stopped irqbalance although the snapshot could not be saved")
+	}
+}

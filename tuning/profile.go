@@ -285,6 +285,15 @@ func yamlMessage(m string) string {
 			return fmt.Sprintf("%s: %s: unknown field (accepted: %s)", line, name, strings.Join(profileFields(), ", "))
 		}
 	}
+	for typ, hint := range map[string]string{
+		"tuning.Queues":     "queues: want a mapping, e.g. {combined: 4} or {rx: 2, tx: 2}",
+		"[]string":          "allow_overlap: want a list, e.g. [server+client]",
+		"map[string]string": "sysctls: want a mapping of names to values, e.g. {net.core.rmem_max: \"268435456\"}",
+	} {
+		if strings.HasSuffix(rest, "into "+typ) {
+			return line + ": " + hint
+		}
+	}
 	return line + ": " + rest
 }
 

@@ -57,6 +57,8 @@ func TestParseProfile(t *testing.T) {
 		{"nic: ens50\nsysctls:\n  net.core.rmem_max: \"\"\n", "line 3: sysctls.net.core.rmem_max"},
 		{"nic: ens50\nserver_cpu: 4\n", "line 2: server_cpu: unknown field (accepted: nic, nic_address, irqbalance,"},
 		{"nic: [ens50]\n", "line 1: cannot unmarshal"},
+		{"nic: ens50\nqueues: 4\n", "line 2: queues: want a mapping, e.g. {combined: 4}"},
+		{"nic: ens50\nallow_overlap: server+client\n", "line 2: allow_overlap: want a list"},
 		{"", "empty profile"},
 	} {
 		_, err := ParseProfile([]byte(tc.yaml))

@@ -58,7 +58,13 @@ func FreePort(t testing.TB) int {
 // stops it when the test ends. Extra args are appended ("--requirepass", "x").
 func StartRedis(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	bin := Need(t, "redis-server")
+	return StartServer(t, Need(t, "redis-server"), extra...)
+}
+
+// StartServer starts a Redis-compatible server binary (valkey-server,
+// redis-server, a store build) the same way.
+func StartServer(t testing.TB, bin string, extra ...string) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)

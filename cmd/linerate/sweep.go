@@ -14,6 +14,7 @@ import (
 
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/sweeps/parts"
 )
 
 func init() {
@@ -43,13 +44,15 @@ unless --redo. docs/sweeps.md describes the file format.
 Flags:
 `
 
-// sweepParts supplies the server starter and the bencher for sweep run.
-// The engine and the launchers plug in here; until then run refuses.
-var sweepParts func(ctx context.Context, p *sweeps.Plan) (sweeps.ServerStarter, sweeps.Bencher, error)
+// sweepParts supplies the server starter and the bencher for sweep run and
+// soak: infra's launchers and lab.Run, through sweeps/parts.
+var sweepParts = func(ctx context.Context, p *sweeps.Plan) (sweeps.ServerStarter, sweeps.Bencher, error) {
+	return sweepStarter, parts.Bencher{}, nil
+}
 
-// sweepResolver, when set, resolves store selectors to exact versions so
-// cell IDs carry them (valkey@9.1 -> valkey-9.1.2).
-var sweepResolver sweeps.Resolver
+// sweepStarter also resolves selectors to exact versions so cell IDs carry
+// them (valkey@9.1 -> valkey-9.1.2).
+var sweepStarter = &parts.Starter{}
 
 func runSweep(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
@@ -88,7 +91,13 @@ func runSweep(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	p, err := sweeps.NewPlan(ctx, c, sweepResolver)
+	// run needs every version resolved (it must start them); plan falls back
+	// to the selectors when a version is not installed yet.
+	p, err := sweeps.NewPlan(ctx, c, sweepStarter)
+	if err != nil && action == "plan" {
+		fmt.Fprintf(os.Stderr, "linerate sweep plan: cell IDs show selectors, not exact versions: %v\n", err)
+		p, err = sweeps.NewPlan(ctx, c, nil)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sweep: %v\n", err)
 		return 2

@@ -197,6 +197,16 @@ func TestLabel(t *testing.T) {
 		{"few faults", LimitInput{Result: res(nil), Server: win(0.99, 0.4, 1e4), FaultCost: 13 * time.Microsecond}, LimitServerMain, false},
 		{"io threads", LimitInput{Result: res(nil), Server: win(0.6, 0.95, 0)}, LimitServerIO, false},
 		{"nothing saturated", LimitInput{Result: res(nil), Server: win(0.6, 0.5, 0)}, LimitUnclear, false},
+		{"cores full, no thread saturated", LimitInput{Result: res(nil), Server: func() *Window {
+			w := win(0.55, 0, 0)
+			w.Cores = []CoreBusy{{0, 0.99}, {1, 0.97}}
+			return w
+		}()}, LimitHostCPU, false},
+		{"cores half busy", LimitInput{Result: res(nil), Server: func() *Window {
+			w := win(0.55, 0, 0)
+			w.Cores = []CoreBusy{{0, 0.99}, {1, 0.2}}
+			return w
+		}()}, LimitUnclear, false},
 		{"no metrics", LimitInput{Result: res(nil)}, LimitUnclear, false},
 		{"no result", LimitInput{}, LimitUnclear, false},
 	} {

@@ -17,6 +17,7 @@ const (
 	LimitPageFaults LimitKind = "page-faults" // the server spent its time faulting in fresh pages
 	LimitServerMain LimitKind = "server-main" // the server's main thread was saturated
 	LimitServerIO   LimitKind = "server-io"   // the server's I/O threads were saturated
+	LimitHostCPU    LimitKind = "host-cpu"    // every core busy but no thread saturated: client, server and kernel share too few cores
 	LimitUnclear    LimitKind = "unclear"     // nothing measured was saturated
 )
 
@@ -99,6 +100,12 @@ func Label(in LimitInput) Limit {
 	if p.IOThreads > 0 && p.IOBusyMax >= Saturated {
 		return Limit{Kind: LimitServerIO, Detail: fmt.Sprintf("%d I/O threads, busiest %.0f%%, mean %.0f%%", p.IOThreads, p.IOBusyMax*100, p.IOBusyMean*100)}
 	}
+	if n, busy := coresBusy(in.Server.Cores); n > 0 && busy >= Saturated {
+		// Threads wait for a CPU rather than for work: on one machine the
+		// client, the server and the kernel's copies share the cores.
+		return Limit{Kind: LimitHostCPU, Detail: fmt.Sprintf("all %d cores %.0f%% busy, no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)",
+			n, busy*100, p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100)}
+	}
 	return Limit{Kind: LimitUnclear, Detail: fmt.Sprintf("no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)",
 		p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100)}
 }
@@ -114,4 +121,16 @@ func clientLimited(r *lab.Result) string {
 		}
 	}
 	return ""
+}
+
+// coresBusy is the number of cores and their mean busy fraction.
+func coresBusy(cs []CoreBusy) (int, float64) {
+	if len(cs) == 0 {
+		return 0, 0
+	}
+	var sum float64
+	for _, c := range cs {
+		sum += c.Busy
+	}
+	return len(cs), sum / float64(len(cs))
 }

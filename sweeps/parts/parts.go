@@ -1,0 +1,284 @@
+// Package parts plugs the real pieces into the sweeps runner: infra's
+// launchers start campaign versions (store selectors, binary paths, images)
+// and lab.Run benches each cell.
+package parts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/launch"
+	"github.com/linerate/linerate/infra/servers"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+)
+
+// Starter starts campaign versions with infra's launchers. It also resolves
+// selectors to exact versions for cell IDs.
+type Starter struct {
+	// StoreDir is the server-version store ("" = $LINERATE_HOME or the
+	// default cache directory), opened on first use.
+	StoreDir string
+	// Docker runs docker for image versions; default launch.ExecRunner{}.
+	Docker infra.Runner
+	// StartTimeout bounds one server start; 0 = the launcher's default.
+	StartTimeout time.Duration
+
+	once  sync.Once
+	store *servers.Store
+	err   error
+}
+
+func (s *Starter) servers() (*servers.Store, error) {
+	s.once.Do(func() { s.store, s.err = servers.Open(s.StoreDir) })
+	return s.store, s.err
+}
+
+// Resolve implements sweeps.Resolver: the exact version a spec will run.
+func (s *Starter) Resolve(ctx context.Context, v sweeps.VersionSpec) (sweeps.Resolved, error) {
+	switch {
+	case v.Store != "":
+		inst, err := s.installed(v)
+		if err != nil {
+			return sweeps.Resolved{}, err
+		}
+		return sweeps.Resolved{Name: string(inst.Kind), Version: inst.Version}, nil
+	case v.Image != "":
+		kind, ver := imageVersion(v.Image)
+		if ver == "" {
+			return sweeps.Resolved{}, fmt.Errorf("image %s: the tag is not a version; add label:", v.Image)
+		}
+		return sweeps.Resolved{Name: string(kind), Version: ver}, nil
+	}
+	return binaryVersion(ctx, v.Binary)
+}
+
+func (s *Starter) installed(v sweeps.VersionSpec) (*servers.Installed, error) {
+	st, err := s.servers()
+	if err != nil {
+		return nil, err
+	}
+	sel, err := servers.ParseSelector(v.Store)
+	if err != nil {
+		return nil, err
+	}
+	return st.Find(sel, v.Runtime)
+}
+
+// Settings maps a campaign version to launcher settings. Persistence and
+// protected mode stay off (infra's zero values), as the study ran.
+func Settings(pv sweeps.PlanVersion, logDir string) infra.ServerSettings {
+	sp := pv.Spec.Server
+	st := infra.ServerSettings{
+		IOThreads: sp.IOThreads,
+		MaxMemory: sp.MaxMemory,
+		Extra:     append([]string(nil), sp.Args...),
+		LogDir:    logDir,
+	}
+	if len(sp.CPUs) > 0 {
+		st.CPUs = sp.CPUs.String()
+	}
+	keys := make([]string, 0, len(pv.Spec.Env))
+	for k := range pv.Spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		st.Env = append(st.Env, k+"="+pv.Spec.Env[k])
+	}
+	if pv.Resolved != nil {
+		st.Kind, st.Version = infra.Kind(pv.Resolved.Name), pv.Resolved.Version
+	}
+	return st
+}
+
+// Start implements sweeps.ServerStarter.
+func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir string) (sweeps.RunningServer, error) {
+	dir := filepath.Join(logDir, pv.Segment+"-"+time.Now().UTC().Format("20060102T150405.000Z"))
+	set := Settings(pv, dir)
+	set.StartTimeout = s.StartTimeout
+	var l infra.Launcher
+	v := pv.Spec
+	switch {
+	case v.Store != "":
+		inst, err := s.installed(v)
+		if err != nil {
+			return nil, err
+		}
+		l = inst.Launcher()
+	case v.Image != "":
+		r := s.Docker
+		if r == nil {
+			r = launch.ExecRunner{}
+		}
+		l = &launch.Container{Host: r, Image: v.Image, LogDir: dir}
+		if set.Kind == "" {
+			set.Kind, _ = imageVersion(v.Image)
+		}
+	default:
+		kind := kindOfBinary(v.Binary)
+		l = &launch.Local{Binary: v.Binary, Identity: infra.ServerIdentity{Kind: kind, Source: "path", Build: v.Binary}}
+		if set.Kind == "" {
+			set.Kind = kind
+		}
+	}
+	srv, err := l.Start(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	host, portS, err := net.SplitHostPort(srv.Addr())
+	if err != nil {
+		_ = srv.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("server address %q: %w", srv.Addr(), err)
+	}
+	port, _ := strconv.Atoi(portS)
+	r := &running{srv: srv, host: host, port: port, exited: make(chan error, 1)}
+	go r.watch()
+	return r, nil
+}
+
+// running adapts an infra.Server to sweeps.RunningServer.
+type running struct {
+	srv    infra.Server
+	host   string
+	port   int
+	exited chan error
+}
+
+func (r *running) watch() {
+	defer close(r.exited)
+	for e := range r.srv.Exited() {
+		if e.Expected {
+			return
+		}
+		msg := e.String()
+		if e.LogTail != "" {
+			msg += "; log: " + lastLine(e.LogTail)
+		}
+		r.exited <- errors.New(msg)
+		return
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func (r *running) Addr() (string, int) { return r.host, r.port }
+func (r *running) PID() int            { return r.srv.Facts().PID }
+func (r *running) Identity() sweeps.Resolved {
+	id := r.srv.Facts().Identity
+	return sweeps.Resolved{Name: string(id.Kind), Version: id.Version}
+}
+
+// Info is INFO server and memory facts plus the effective config, for the
+// environment record.
+func (r *running) Info(context.Context) (map[string]string, error) {
+	f := r.srv.Facts()
+	out := map[string]string{}
+	for k, v := range f.InfoServer {
+		out[k] = v
+	}
+	for k, v := range f.InfoMemory {
+		out[k] = v
+	}
+	for k, v := range f.Config {
+		out["config:"+k] = v
+	}
+	out["identity"] = f.Identity.String()
+	return out, nil
+}
+
+func (r *running) FlushAll(ctx context.Context) error {
+	ctl, err := lab.DialControl(ctx, lab.Workload{Host: r.host, Port: r.port})
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	return ctl.FlushAll(ctx)
+}
+
+func (r *running) Exited() <-chan error           { return r.exited }
+func (r *running) Stop(ctx context.Context) error { return r.srv.Stop(ctx) }
+
+// Bencher runs cells with lab.Run in this process.
+type Bencher struct {
+	RunID func(w lab.Workload) string // optional run IDs
+}
+
+// Bench implements sweeps.Bencher. lab.Run gives no window marks yet, so
+// the runner cuts its periodic host snapshots to the result's window.
+func (b Bencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase)) (*lab.Result, error) {
+	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, w.Args()...)}
+	if b.RunID != nil {
+		opt.RunID = b.RunID(w)
+	}
+	return lab.Run(ctx, w, opt)
+}
+
+var versionRE = regexp.MustCompile(`v=([0-9][0-9A-Za-z.+-]*)`)
+
+// binaryVersion asks a server binary its version (valkey-server --version
+// prints "Valkey server v=9.1.2 …", redis-server "Redis server v=7.0.15 …").
+func binaryVersion(ctx context.Context, bin string) (sweeps.Resolved, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, bin, "--version").Output()
+	if err != nil {
+		return sweeps.Resolved{}, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return sweeps.Resolved{}, fmt.Errorf("%s --version: no v=VERSION in %q", bin, strings.TrimSpace(string(out)))
+	}
+	kind := kindOfBinary(bin)
+	if strings.HasPrefix(strings.ToLower(string(out)), "valkey") {
+		kind = infra.Valkey
+	} else if strings.HasPrefix(strings.ToLower(string(out)), "redis") {
+		kind = infra.Redis
+	}
+	return sweeps.Resolved{Name: string(kind), Version: string(m[1])}, nil
+}
+
+func kindOfBinary(bin string) infra.Kind {
+	b := filepath.Base(bin)
+	for _, k := range infra.Kinds {
+		if strings.HasPrefix(b, string(k)) {
+			return k
+		}
+	}
+	return infra.Valkey
+}
+
+// imageVersion reads kind and version from an image reference such as
+// valkey/valkey:9.1.0 or redis:7.2.5-bookworm.
+func imageVersion(image string) (infra.Kind, string) {
+	ref := image
+	if at := strings.Index(ref, "@"); at >= 0 {
+		ref = ref[:at]
+	}
+	name, tag, _ := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+	kind := infra.Valkey
+	for _, k := range infra.Kinds {
+		if strings.HasPrefix(name, string(k)) {
+			kind = k
+		}
+	}
+	m := regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`).FindString(tag)
+	return kind, m
+}

@@ -1,0 +1,180 @@
+package parts
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+)
+
+// redisBinary is Debian's redis-server, which .ci/setup installs.
+func redisBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server missing on CI (.ci/setup installs it): %v", err)
+		}
+		t.Skip("redis-server not installed; .ci/setup installs it")
+	}
+	return bin
+}
+
+func spec(bin string) string {
+	return `name: e2e
+versions:
+  - {binary: ` + bin + `, label: one-io, io-threads: 1}
+  - {binary: ` + bin + `, label: two-io, io-threads: 2}
+server:
+  maxmemory: 256mb
+workload:
+  ratio: [GET, SET]
+  value-size: [256KiB, 1MiB]
+  connections: 2
+  threads: 1
+  keyspace: 4
+  warmup: 200ms
+  duration: 1s
+`
+}
+
+func plan(t *testing.T, src string, res sweeps.Resolver) *sweeps.Plan {
+	t.Helper()
+	c, err := sweeps.ParseCampaign("e2e.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sweeps.NewPlan(context.Background(), c, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A real campaign on loopback: two versions (the same binary with 1 and 2
+// I/O threads), GET and SET, real servers, the real engine, real /proc.
+func TestRealCampaign(t *testing.T) {
+	bin := redisBinary(t)
+	st := &Starter{}
+	p := plan(t, spec(bin), nil)
+	dir := t.TempDir()
+	store, err := sweeps.OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: st, Bench: Bencher{}, Sampler: hostmetrics.FS{Root: "/"},
+		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild()}}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 8 || len(sum.Failed) != 0 {
+		t.Fatalf("%s", sweeps.SummaryText(sum))
+	}
+	run, err := sweeps.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range run.Sorted() {
+		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
+			t.Fatalf("%s: incomplete record", rec.CellID)
+		}
+		var gbps float64
+		for _, o := range rec.Result.Ops {
+			gbps += o.Gbps
+		}
+		if gbps <= 0 || rec.Host.Server.MainBusy <= 0 || rec.Version.Resolved == nil || rec.Version.Resolved.Version == "" {
+			t.Errorf("%s: gbps %g main busy %g resolved %+v", rec.CellID, gbps, rec.Host.Server.MainBusy, rec.Version.Resolved)
+		}
+		wantIO := 0
+		if strings.HasPrefix(rec.CellID, "two-io") {
+			wantIO = 1 // io-threads 2 is the main thread plus io_thd_1
+		}
+		if rec.Host.Server.IOThreads != wantIO {
+			t.Errorf("%s: %d I/O threads sampled, want %d", rec.CellID, rec.Host.Server.IOThreads, wantIO)
+		}
+		t.Logf("%s: %.2f Gbps, main %.0f%%, cores %v, faults/op %.1f, limit %s (%s)", rec.CellID, gbps,
+			rec.Host.Server.MainBusy*100, rec.Host.Cores, rec.Host.Server.MinorFaultsPerOp, rec.Limit.Kind, rec.Limit.Detail)
+	}
+	if run.Env == nil || len(run.Env.Servers) != 2 || run.Env.Servers[0].Info["redis_version"] == "" {
+		t.Errorf("env servers %+v", run.Env)
+	}
+	if _, err := sweeps.Compare([]*sweeps.Run{run}, sweeps.CompareOptions{}); err != nil {
+		t.Errorf("compare: %v", err)
+	}
+}
+
+// killingBench SIGKILLs the server in the middle of its kill-th call.
+type killingBench struct {
+	Bencher
+	mu    sync.Mutex
+	calls int
+	kill  int
+	pid   func() int
+}
+
+func (b *killingBench) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
+	b.mu.Lock()
+	b.calls++
+	n := b.calls
+	b.mu.Unlock()
+	if n == b.kill {
+		pid := b.pid()
+		time.AfterFunc(500*time.Millisecond, func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	return b.Bencher.Bench(ctx, w, mark)
+}
+
+type trackingStarter struct {
+	*Starter
+	mu  sync.Mutex
+	pid int
+}
+
+func (s *trackingStarter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir string) (sweeps.RunningServer, error) {
+	srv, err := s.Starter.Start(ctx, pv, logDir)
+	if err == nil {
+		s.mu.Lock()
+		s.pid = srv.PID()
+		s.mu.Unlock()
+	}
+	return srv, err
+}
+
+// The server is SIGKILLed mid-cell: that cell fails with the reason, the
+// server is started again, the later cells are fine.
+func TestRealServerKilledMidCell(t *testing.T) {
+	bin := redisBinary(t)
+	src := strings.Replace(spec(bin), "  - {binary: "+bin+", label: two-io, io-threads: 2}\n", "", 1)
+	src = strings.Replace(src, "duration: 1s", "duration: 2s", 1)
+	p := plan(t, src, nil)
+	dir := t.TempDir()
+	store, err := sweeps.OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ts := &trackingStarter{Starter: &Starter{}}
+	kb := &killingBench{kill: 2, pid: func() int { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.pid }}
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: ts, Bench: kb, Sampler: hostmetrics.FS{Root: "/"}}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 3 || len(sum.Failed) != 1 || sum.Failed[0].CellID != "one-io/GET/1MiB/r1" {
+		t.Fatalf("%s", sweeps.SummaryText(sum))
+	}
+	if reason := sum.Failed[0].Reason; !strings.Contains(reason, "server exited during the cell") || !strings.Contains(reason, "SIGKILL") && !strings.Contains(reason, "killed") {
+		t.Errorf("reason %q", reason)
+	}
+	t.Logf("%s", sweeps.SummaryText(sum))
+}

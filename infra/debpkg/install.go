@@ -1,6 +1,7 @@
 package debpkg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,79 @@ func (in *Installer) Index(ctx context.Context, suite string) (*Index, error) {
 	return ix, nil
 }
 
+// Lookup returns an index of suite holding only the named packages (every
+// version of each). It reads the suite's Packages file for those stanzas
+// alone, which is far quicker than parsing all of it; a suite already
+// parsed by this Installer is used as it is.
+func (in *Installer) Lookup(ctx context.Context, suite string, names ...string) (*Index, error) {
+	in.mu.Lock()
+	full := in.indexes[suite]
+	in.mu.Unlock()
+	if full != nil {
+		return full, nil
+	}
+	a, err := in.apt(suite)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Update(ctx, in.maxAge()); err != nil {
+		return nil, err
+	}
+	path, err := a.indexPath()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s index: %w", suite, err)
+	}
+	var picked bytes.Buffer
+	for _, name := range names {
+		key := []byte("Package: " + name + "\n")
+		for off := 0; ; {
+			i := bytes.Index(data[off:], key)
+			if i < 0 {
+				break
+			}
+			i += off
+			end := bytes.Index(data[i:], []byte("\n\n"))
+			if end < 0 {
+				end = len(data) - i
+			}
+			if i == 0 || data[i-1] == '\n' { // a stanza start, not a field's tail
+				picked.Write(data[i : i+end])
+				picked.WriteString("\n\n")
+			}
+			off = i + end
+		}
+	}
+	return ParseIndex(suite, &picked)
+}
+
+// LookupAll is Lookup over several suites in parallel.
+func (in *Installer) LookupAll(ctx context.Context, suites []string, names ...string) (map[string]*Index, error) {
+	out := make(map[string]*Index, len(suites))
+	errs := make([]error, len(suites))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, s := range suites {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ix, err := in.Lookup(ctx, s, names...)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			out[s] = ix
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
 // Indexes returns the indexes of several suites, updated and parsed in
 // parallel (each suite has its own private apt, so they do not contend).
 func (in *Installer) Indexes(ctx context.Context, suites []string) (map[string]*Index, error) {
@@ -227,7 +301,7 @@ func (in *Installer) Resolve(ctx context.Context, req Request) (pkgs, libs []*Pa
 	if err := req.Validate(); err != nil {
 		return nil, nil, err
 	}
-	ix, err := in.Index(ctx, req.Suite)
+	ix, err := in.Lookup(ctx, req.Suite, req.Packages...)
 	if err != nil {
 		return nil, nil, err
 	}

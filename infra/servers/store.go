@@ -129,7 +129,7 @@ func (s *Store) Available(ctx context.Context, kinds ...infra.Kind) ([]Build, er
 		if err != nil {
 			return nil, err
 		}
-		idx, err := s.Installer.Indexes(ctx, f.suites)
+		idx, err := s.Installer.LookupAll(ctx, f.suites, f.packages[0])
 		if err != nil {
 			return nil, fmt.Errorf("list available %s: %w", k, err)
 		}
@@ -153,7 +153,7 @@ func (s *Store) Resolve(ctx context.Context, sel Selector, suite string) (Build,
 	if suite != "" {
 		suites = []string{suite}
 	}
-	idx, err := s.Installer.Indexes(ctx, suites)
+	idx, err := s.Installer.LookupAll(ctx, suites, f.packages[0])
 	if err != nil {
 		return Build{}, fmt.Errorf("resolve %s: %w", sel, err)
 	}

@@ -143,8 +143,8 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 // startPinned starts cmd with the CPU affinity cpus (none when empty). The
 // affinity is set on a locked OS thread right before the fork, so the child
 // inherits it from its first instruction and every thread it makes does
-// too. That thread is never unlocked: it exits with its goroutine instead of
-// returning to Go's pool with a narrowed affinity.
+// too. The thread's own mask is then put back before it is unlocked; if
+// that fails it stays locked, and Go retires it with its goroutine.
 func startPinned(cmd *exec.Cmd, cpus string) error {
 	if cpus == "" {
 		return cmd.Start()
@@ -161,11 +161,20 @@ func startPinned(cmd *exec.Cmd, cpus string) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		var orig unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &orig); err != nil {
+			errc <- fmt.Errorf("read thread affinity: %w", err)
+			return
+		}
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
 			errc <- fmt.Errorf("pin to cpus %s: %w", cpus, err)
 			return
 		}
-		errc <- cmd.Start()
+		err := cmd.Start()
+		if unix.SchedSetaffinity(0, &orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }

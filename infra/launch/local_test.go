@@ -44,6 +44,11 @@ func TestLocalPinnedStartStop(t *testing.T) {
 	bin := systemRedis(t)
 	l := &Local{Binary: bin, Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path", Build: bin}}
 	ctx := context.Background()
+	self, err := ThreadAffinity("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownCPUs := self[0].CPUs
 	srv, err := l.Start(ctx, infra.ServerSettings{CPUs: lastCPU(), IOThreads: 2, MaxMemory: "100mb", LogDir: t.TempDir(),
 		Env: []string{"MALLOC_CONF=oversize_threshold:0"}})
 	if err != nil {
@@ -70,8 +75,14 @@ func TestLocalPinnedStartStop(t *testing.T) {
 		t.Errorf("identity env = %v", f.Identity.Env)
 	}
 	// Our own threads were not narrowed by the pinning trick.
-	if cpus, _ := os.ReadFile("/proc/self/status"); runtime.NumCPU() > 1 && strings.Contains(string(cpus), "Cpus_allowed_list:\t"+lastCPU()+"\n") {
-		t.Error("the test process itself ended up pinned")
+	own, err := ThreadAffinity("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range own {
+		if th.CPUs != ownCPUs {
+			t.Errorf("test thread %d is on %s after the start, was on %s", th.TID, th.CPUs, ownCPUs)
+		}
 	}
 	if err := srv.Stop(ctx); err != nil {
 		t.Errorf("stop: %v", err)

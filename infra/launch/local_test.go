@@ -202,3 +202,42 @@ func fakeELF(m elf.Machine) []byte {
 	binary.LittleEndian.PutUint16(h[58:], 64)
 	return h
 }
+
+// A server that ignores SHUTDOWN is ended by SIGTERM, and Stop says so.
+func TestLocalStopEscalates(t *testing.T) {
+	bin := systemRedis(t)
+	srv, err := (&Local{Binary: bin}).Start(context.Background(), infra.ServerSettings{Kind: infra.Redis, LogDir: t.TempDir(),
+		StopTimeout: 300 * time.Millisecond, Extra: []string{"--rename-command", "SHUTDOWN", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Stop(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "SIGTERM did") {
+		t.Errorf("stop = %v, want the SIGTERM escalation reported", err)
+	}
+	if _, open := <-srv.Exited(); open {
+		t.Error("a stop was reported as an unexpected exit")
+	}
+}
+
+// requirepass and an ACL user: the launcher authenticates to check and
+// capture, as the ACL user when there is one.
+func TestLocalAuth(t *testing.T) {
+	bin := systemRedis(t)
+	for _, s := range []infra.ServerSettings{
+		{Kind: infra.Redis, RequirePass: "pw1"},
+		{Kind: infra.Redis, User: &infra.ACLUser{Name: "bench", Password: "pw2"}},
+	} {
+		s.LogDir = t.TempDir()
+		srv, err := (&Local{Binary: bin}).Start(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if srv.Facts().InfoServer["redis_version"] == "" {
+			t.Errorf("no INFO captured with %+v", s)
+		}
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}
+}

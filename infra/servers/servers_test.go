@@ -166,6 +166,9 @@ func TestInstallStartKill(t *testing.T) {
 	if err != nil || inst.Server != running[1].inst.Server {
 		t.Errorf("find = %v, %v", inst, err)
 	}
+	if l, _, err := st.Launcher(sel, "", "MALLOC_CONF=x"); err != nil || l.Binary != inst.Server || l.Identity.Env[0] != "MALLOC_CONF=x" {
+		t.Errorf("launcher = %+v, %v", l, err)
+	}
 	if _, err := st.Remove(sel, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -318,6 +318,16 @@ func (s *Store) Find(sel Selector, runtime string) (*Installed, error) {
 	return best, nil
 }
 
+// Launcher returns a launcher for the installed version sel names (see
+// Find), with env set for the server and recorded in its identity.
+func (s *Store) Launcher(sel Selector, runtime string, env ...string) (*launch.Local, *Installed, error) {
+	inst, err := s.Find(sel, runtime)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inst.Launcher(env...), inst, nil
+}
+
 func rtSuffix(rt string) string {
 	if rt == "" {
 		return ""

@@ -288,10 +288,19 @@ func TestInstallIperf3FromTrixie(t *testing.T) {
 	}
 	t.Logf("iperf3 %s from trixie: first install %.1fs, reuse %s", res.Version(), res.Seconds, time.Since(start).Round(time.Millisecond))
 
-	// The short form the lab calls.
+	// The short forms the lab calls.
 	p, err := Install(ctx, root, "trixie", "iperf3")
 	if err != nil || p != bin {
 		t.Errorf("Install = %q, %v; want %q", p, err, bin)
+	}
+	t.Setenv("LINERATE_HOME", t.TempDir())
+	os.Symlink(filepath.Join(cache, "apt"), filepath.Join(os.Getenv("LINERATE_HOME"), "apt")) // reuse the cached lists and .debs
+	p, err = Tool(ctx, "trixie", "iperf3")
+	if err != nil {
+		t.Fatalf("Tool: %v", err)
+	}
+	if out, err := exec.Command(p, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "iperf 3.") {
+		t.Errorf("%s --version: %v: %s", p, err, out)
 	}
 }
 

@@ -539,6 +539,20 @@ func Install(ctx context.Context, root, suite, pkg string) (string, error) {
 	return res.Binary(pkg)
 }
 
+// Tool is Install into a root of its own under the linerate home
+// (<home>/tools/<pkg>-<suite>-<arch>), for callers that just need the
+// binary: the first call unpacks it, later calls return at once.
+//
+//	iperf3, err := debpkg.Tool(ctx, "trixie", "iperf3")
+func Tool(ctx context.Context, suite, pkg string) (string, error) {
+	dir, err := home.Dir()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(dir, "tools", pkg+"-"+suite+"-"+DpkgArch(defaultGOARCH))
+	return Install(ctx, root, suite, pkg)
+}
+
 // Binary returns the absolute path of the executable called name in the
 // root, or of the first executable when there is none by that name.
 func (r *Result) Binary(name string) (string, error) {

@@ -1,0 +1,305 @@
+package netns
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+)
+
+// needRoot skips outside CI when namespaces cannot be made; in CI (root)
+// a missing capability fails.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("ip"); err != nil {
+			t.Fatalf("ip (iproute2) missing: run .ci/setup: %v", err)
+		}
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("network namespaces need root, and CI runs as root")
+	}
+	t.Skip("network namespaces need root (CI runs these)")
+}
+
+// upPair brings a pair up and takes it down in t.Cleanup.
+func upPair(t *testing.T, queues int) (*Provider, infra.Pair) {
+	t.Helper()
+	needRoot(t)
+	p := &Provider{}
+	t.Cleanup(func() {
+		if err := p.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	pair, err := p.Up(context.Background(), infra.Spec{Campaign: "test", Queues: queues})
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	return p, pair
+}
+
+func TestPairAddressesQueuesAndTraffic(t *testing.T) {
+	_, pair := upPair(t, 2)
+	ctx := context.Background()
+	srv, cli := pair.Server.(*Host), pair.Client.(*Host)
+	if pair.Server.DataAddr() != ServerAddr || pair.Client.DataAddr() != ClientAddr {
+		t.Fatalf("data addresses %v, %v; want %v, %v", pair.Server.DataAddr(), pair.Client.DataAddr(), ServerAddr, ClientAddr)
+	}
+	for _, tc := range []struct {
+		h   *Host
+		dev string
+	}{{srv, "lr-srv"}, {cli, "lr-cli"}} {
+		f, err := tc.h.Facts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.NICWithAddr(tc.h.DataAddr()); got != tc.dev {
+			t.Errorf("%s: NIC with %v is %q, want %q (facts %+v)", tc.h.Name(), tc.h.DataAddr(), got, tc.dev, f.NICs)
+		}
+		if f.NICWithAddr(ServerAddr) != "" && f.NICWithAddr(ClientAddr) != "" {
+			t.Errorf("%s sees both addresses: the namespaces are not separate", tc.h.Name())
+		}
+		// Queue counts set at creation show in the namespace's own /sys.
+		out, err := tc.h.Run(ctx, "ls", "/sys/class/net/"+tc.dev+"/queues")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := strings.Fields(string(out))
+		if strings.Join(q, " ") != "rx-0 rx-1 tx-0 tx-1" {
+			t.Errorf("%s queues %v, want rx-0 rx-1 tx-0 tx-1", tc.dev, q)
+		}
+		out, err = tc.h.Run(ctx, "ip", "-o", "link", "show", "lo")
+		if err != nil || !strings.Contains(string(out), "UP") {
+			t.Errorf("%s: loopback not up: %s %v", tc.h.Name(), out, err)
+		}
+	}
+
+	// In-process: listen in the server namespace, dial from the client one.
+	l, err := srv.Listen("tcp", ServerAddr.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			io.Copy(c, c)
+			c.Close()
+		}
+	}()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := cli.DialContext(dctx, "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatalf("dial server from client namespace: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	msg := []byte("across the veth")
+	c.Write(msg)
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("echo: %q %v", got, err)
+	}
+	if la := c.LocalAddr().(*net.TCPAddr); la.IP.String() != ClientAddr.String() {
+		t.Errorf("client side address %v, want %v", la.IP, ClientAddr)
+	}
+	c.Close()
+
+	// From this process's own namespace the pair is unreachable.
+	if c, err := net.DialTimeout("tcp", l.Addr().String(), 300*time.Millisecond); err == nil {
+		c.Close()
+		t.Errorf("reached %v from the root namespace", l.Addr())
+	}
+
+	// A child process in the client namespace reaches the server too.
+	if out, err := cli.Run(ctx, "ping", "-c", "1", "-W", "2", ServerAddr.String()); err != nil {
+		if _, lerr := exec.LookPath("ping"); lerr == nil {
+			t.Errorf("ping server from client: %v: %s", err, out)
+		}
+	}
+}
+
+func TestDownRemovesNamespacesAndProcesses(t *testing.T) {
+	p, pair := upPair(t, 0)
+	srv := pair.Server.(*Host)
+	cmd := srv.Command(context.Background(), "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := p.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []infra.Host{pair.Server, pair.Client} {
+		if _, err := os.Stat(filepath.Join(RunDir, h.(*Host).Namespace)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("namespace %s still there after Down: %v", h.(*Host).Namespace, err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("process inside the namespace survived Down")
+	}
+	if err := p.Down(context.Background()); err != nil {
+		t.Errorf("second Down: %v", err)
+	}
+}
+
+// A crashed run leaves lr-<dead pid>-… behind; the next Up removes it,
+// and a live process's namespaces are left alone.
+func TestLeftoversOfCrashedRunsAreRemoved(t *testing.T) {
+	needRoot(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fmt.Sprintf("%s%d-7-srv", Prefix, dead.Process.Pid)
+	live := fmt.Sprintf("%s%d-7-srv", Prefix, os.Getppid()) // our parent is alive
+	for _, n := range []string{crashed, live} {
+		h, err := createNamed(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		t.Cleanup(func() { remove(n) })
+	}
+	orphan := exec.Command("ip", "netns", "exec", crashed, "sleep", "60")
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { orphan.Wait(); close(waited) }()
+
+	left, err := Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range left {
+		names = append(names, l.Name)
+	}
+	if !contains(names, crashed) || contains(names, live) {
+		t.Fatalf("leftovers %v: want %s and not %s", names, crashed, live)
+	}
+	_, pair := upPair(t, 0) // Up cleans up first
+	_ = pair
+	if _, err := os.Stat(filepath.Join(RunDir, crashed)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("crashed run's namespace survived Up: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(RunDir, live)); err != nil {
+		t.Errorf("a live process's namespace was removed: %v", err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Error("orphan process in the crashed namespace was not killed")
+	}
+}
+
+func TestUpCancelledLeavesNothing(t *testing.T) {
+	needRoot(t)
+	before, _ := Owned()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := &Provider{}
+	if _, err := p.Up(ctx, infra.Spec{Campaign: "test"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("up with a cancelled context: %v", err)
+	}
+	after, _ := Owned()
+	for _, n := range after {
+		if !contains(before, n) && strings.HasPrefix(n, fmt.Sprintf("%s%d-", Prefix, os.Getpid())) {
+			t.Errorf("namespace %s left after a cancelled Up", n)
+		}
+	}
+}
+
+func TestExec(t *testing.T) {
+	needRoot(t)
+	ctx := context.Background()
+	p, pair := upPair(t, 0)
+	_ = p
+	local, _ := Local{}.Up(ctx, infra.Spec{Campaign: "test"})
+	for _, h := range []infra.Host{local.Server, pair.Client} {
+		t.Run(h.Name(), func(t *testing.T) {
+			_, err := h.Run(ctx, "sh", "-c", "echo oops >&2; exit 3")
+			var ee *infra.ExitError
+			if !errors.As(err, &ee) || ee.Code != 3 || ee.Tail != "oops" {
+				t.Errorf("exit 3: %#v", err)
+			}
+			start := time.Now()
+			err = h.Exec(ctx, infra.Command{Argv: []string{"sleep", "10"}, Timeout: 200 * time.Millisecond})
+			if !errors.Is(err, infra.ErrTimeout) || time.Since(start) > 5*time.Second {
+				t.Errorf("timeout: %v after %v", err, time.Since(start))
+			}
+			// Output streams: the first line arrives while the command runs.
+			pr, pw := io.Pipe()
+			errc := make(chan error, 1)
+			go func() {
+				errc <- h.Exec(ctx, infra.Command{Argv: []string{"sh", "-c", "echo first; sleep 2; echo second"}, Stdout: pw})
+				pw.Close()
+			}()
+			buf := make([]byte, 6)
+			start = time.Now()
+			if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "first\n" {
+				t.Fatalf("first line %q %v", buf, err)
+			}
+			if d := time.Since(start); d > 1500*time.Millisecond {
+				t.Errorf("first line after %v: output did not stream", d)
+			}
+			rest, _ := io.ReadAll(pr)
+			if err := <-errc; err != nil || string(rest) != "second\n" {
+				t.Errorf("rest %q %v", rest, err)
+			}
+			out, err := h.Run(ctx, "sh", "-c", "echo $LR_X")
+			_ = out
+			if err != nil {
+				t.Fatal(err)
+			}
+			var env bytes.Buffer
+			if err := h.Exec(ctx, infra.Command{Argv: []string{"sh", "-c", "echo $LR_X"}, Env: []string{"LR_X=42"}, Stdout: &env}); err != nil || env.String() != "42\n" {
+				t.Errorf("env: %q %v", env.String(), err)
+			}
+			if err := h.Exec(ctx, infra.Command{}); err == nil {
+				t.Error("empty argv accepted")
+			}
+			dir := t.TempDir()
+			src := filepath.Join(dir, "a")
+			os.WriteFile(src, []byte("payload"), 0o600)
+			if err := h.Put(ctx, src, filepath.Join(dir, "b"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := os.Stat(filepath.Join(dir, "b")); err != nil || st.Mode().Perm() != 0o755 {
+				t.Errorf("put: %v %v", st, err)
+			}
+			bin, err := h.Linerate(ctx)
+			if err != nil || bin == "" {
+				t.Errorf("linerate binary %q %v", bin, err)
+			}
+		})
+	}
+	if local.Server.DataAddr().String() != "127.0.0.1" {
+		t.Errorf("local data address %v", local.Server.DataAddr())
+	}
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,371 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Addresses of the pair, from the benchmarking range (RFC 2544).
+var (
+	ServerAddr = netip.MustParseAddr("198.18.0.1")
+	ClientAddr = netip.MustParseAddr("198.18.0.2")
+)
+
+// Prefix starts the name of every namespace linerate creates; leftovers of
+// crashed runs are found by it.
+const Prefix = "lr-"
+
+// RunDir is where named namespaces are bind-mounted (as ip-netns does).
+var RunDir = "/run/netns"
+
+// Local is the local provider: both roles on this host, over loopback.
+type Local struct {
+	Binary string // linerate binary; "" is the running executable
+}
+
+// Kind is "local".
+func (Local) Kind() string { return "local" }
+
+// Up returns this host twice, on 127.0.0.1.
+func (l Local) Up(ctx context.Context, s infra.Spec) (infra.Pair, error) {
+	if err := s.Validate(); err != nil {
+		return infra.Pair{}, err
+	}
+	lo := netip.MustParseAddr("127.0.0.1")
+	return infra.Pair{
+		Server: &Host{Label: "server", Addr: lo, Binary: l.Binary},
+		Client: &Host{Label: "client", Addr: lo, Binary: l.Binary},
+	}, nil
+}
+
+// Down has nothing to remove.
+func (Local) Down(ctx context.Context) error { return nil }
+
+// Provider is the netns provider: namespaces lr-<pid>-<n>-srv and
+// lr-<pid>-<n>-cli joined by a veth pair, 198.18.0.1/30 on the server side
+// and 198.18.0.2/30 on the client side, loopback up in each. The PID in the
+// name is the creating process's, so Cleanup can tell a crashed run's
+// namespaces from a live one's.
+type Provider struct {
+	Binary string // linerate binary; "" is the running executable
+
+	mu    sync.Mutex
+	names []string // namespaces created by Up, for Down
+}
+
+// Kind is "netns".
+func (*Provider) Kind() string { return "netns" }
+
+var seq struct {
+	sync.Mutex
+	n int
+}
+
+// Names of the pair's namespaces and devices; interface names stay within
+// the kernel's 15 characters.
+type names struct {
+	server, client       string // namespaces
+	serverDev, clientDev string
+}
+
+func newNames() names {
+	seq.Lock()
+	seq.n++
+	n := seq.n
+	seq.Unlock()
+	base := fmt.Sprintf("%s%d-%d", Prefix, os.Getpid(), n)
+	return names{server: base + "-srv", client: base + "-cli", serverDev: "lr-srv", clientDev: "lr-cli"}
+}
+
+// Up removes leftovers of crashed runs, then builds the pair. On error
+// everything it created is removed before it returns.
+func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err error) {
+	if err := s.Validate(); err != nil {
+		return infra.Pair{}, err
+	}
+	if _, err := Cleanup(ctx); err != nil {
+		return infra.Pair{}, err
+	}
+	queues := s.Queues
+	if queues == 0 {
+		queues = 1
+	}
+	n := newNames()
+	defer func() {
+		if err != nil {
+			tctx, cancel := infra.TeardownContext(ctx)
+			defer cancel()
+			if derr := p.Down(tctx); derr != nil {
+				err = errors.Join(err, derr)
+			}
+		}
+	}()
+	handles := map[string]netns.NsHandle{}
+	defer func() {
+		for _, h := range handles {
+			h.Close()
+		}
+	}()
+	for _, name := range []string{n.server, n.client} {
+		if err := ctx.Err(); err != nil {
+			return infra.Pair{}, fmt.Errorf("netns up: %w", err)
+		}
+		h, err := createNamed(name)
+		if err != nil {
+			return infra.Pair{}, err
+		}
+		p.mu.Lock()
+		p.names = append(p.names, name)
+		p.mu.Unlock()
+		handles[name] = h
+	}
+	veth := netlink.NewVeth(netlink.LinkAttrs{
+		Name:        n.serverDev,
+		Namespace:   netlink.NsFd(handles[n.server]),
+		NumTxQueues: queues, NumRxQueues: queues,
+	})
+	veth.PeerName = n.clientDev
+	veth.PeerNamespace = netlink.NsFd(handles[n.client])
+	veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(queues), uint32(queues)
+	if err := netlink.LinkAdd(veth); err != nil {
+		return infra.Pair{}, fmt.Errorf("netns up: add veth %s/%s with %d queues: %w", n.serverDev, n.clientDev, queues, err)
+	}
+	for _, side := range []struct {
+		ns, dev string
+		addr    netip.Addr
+	}{{n.server, n.serverDev, ServerAddr}, {n.client, n.clientDev, ClientAddr}} {
+		if err := configure(handles[side.ns], side.ns, side.dev, side.addr); err != nil {
+			return infra.Pair{}, err
+		}
+	}
+	return infra.Pair{
+		Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary},
+		Client: &Host{Label: "client", Namespace: n.client, Addr: ClientAddr, Binary: p.Binary},
+	}, nil
+}
+
+// createNamed makes a named namespace without moving the caller: the work
+// happens on a locked thread that goes back to its namespace, or is thrown
+// away.
+func createNamed(name string) (netns.NsHandle, error) {
+	type result struct {
+		h   netns.NsHandle
+		err error
+	}
+	rc := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			rc <- result{err: fmt.Errorf("netns up: current namespace: %w", err)}
+			return
+		}
+		defer orig.Close()
+		h, err := netns.NewNamed(name)
+		if serr := netns.Set(orig); serr != nil {
+			if h.IsOpen() {
+				h.Close()
+			}
+			rc <- result{err: fmt.Errorf("netns up: return from %s: %w", name, serr)}
+			return // the thread stays locked and ends with the goroutine
+		}
+		runtime.UnlockOSThread()
+		if err != nil {
+			rc <- result{err: fmt.Errorf("netns up: create %s: %w", name, err)}
+			return
+		}
+		rc <- result{h: h}
+	}()
+	r := <-rc
+	return r.h, r.err
+}
+
+// configure sets the address on the veth end and brings it and loopback up.
+func configure(ns netns.NsHandle, name, dev string, addr netip.Addr) error {
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("netns up: netlink in %s: %w", name, err)
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("netns up: %s: find lo: %w", name, err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("netns up: %s: lo up: %w", name, err)
+	}
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("netns up: %s: find %s: %w", name, dev, err)
+	}
+	ipnet := &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(30, 32)}
+	if err := h.AddrAdd(link, &netlink.Addr{IPNet: ipnet}); err != nil {
+		return fmt.Errorf("netns up: %s: add %s to %s: %w", name, ipnet, dev, err)
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return fmt.Errorf("netns up: %s: %s up: %w", name, dev, err)
+	}
+	return nil
+}
+
+// Down removes the namespaces Up created (their veth ends go with them)
+// and any leftovers of crashed runs. Processes still inside them are
+// killed: they were started for the pair.
+func (p *Provider) Down(ctx context.Context) error {
+	p.mu.Lock()
+	names := p.names
+	p.names = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, n := range names {
+		if err := remove(n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := Cleanup(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// remove kills what runs in the namespace, then unmounts and deletes it.
+func remove(name string) error {
+	killInside(name)
+	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("netns down: delete %s: %w", name, err)
+	}
+	// An unmounted but present file (EINVAL above) is removed too.
+	if err := os.Remove(filepath.Join(RunDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("netns down: remove %s: %w", name, err)
+	}
+	return nil
+}
+
+// killInside SIGKILLs every process whose network namespace is name's, so
+// the namespace (and its veth) really goes away when unmounted.
+func killInside(name string) {
+	var target syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(RunDir, name), &target); err != nil {
+		return
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) != nil {
+			continue
+		}
+		if st.Ino == target.Ino && st.Dev == target.Dev {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// Leftover is a namespace of a linerate process that no longer runs.
+type Leftover struct {
+	Name string
+	PID  int
+}
+
+// Leftovers lists linerate's namespaces whose creating process is gone.
+// Namespaces of live processes (another run, another test) are left alone.
+func Leftovers() ([]Leftover, error) {
+	ents, err := os.ReadDir(RunDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netns: list %s: %w", RunDir, err)
+	}
+	var out []Leftover
+	for _, e := range ents {
+		pid, ok := ownerPID(e.Name())
+		if !ok {
+			continue
+		}
+		if pid != os.Getpid() && !alive(pid) {
+			out = append(out, Leftover{Name: e.Name(), PID: pid})
+		}
+	}
+	return out, nil
+}
+
+// Owned lists the namespaces this provider's naming gives to live
+// processes, for status.
+func Owned() ([]string, error) {
+	ents, err := os.ReadDir(RunDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netns: list %s: %w", RunDir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, ok := ownerPID(e.Name()); ok {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// ownerPID reads the PID out of lr-<pid>-<n>-<role>.
+func ownerPID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, Prefix)
+	if !ok {
+		return 0, false
+	}
+	pidStr, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidStr)
+	return pid, err == nil && pid > 0
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Cleanup removes the leftovers of crashed runs and returns their names.
+func Cleanup(ctx context.Context) ([]string, error) {
+	left, err := Leftovers()
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, l := range left {
+		if err := ctx.Err(); err != nil {
+			return done, errors.Join(append(errs, fmt.Errorf("netns cleanup: %w", err))...)
+		}
+		if err := remove(l.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, l.Name)
+	}
+	return done, errors.Join(errs...)
+}

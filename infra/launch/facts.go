@@ -41,6 +41,18 @@ func ReportedVersion(info map[string]string) string {
 	return info["redis_version"]
 }
 
+// KindFromInfo tells the server kind from INFO server, for a binary the
+// user named without saying what it is.
+func KindFromInfo(info map[string]string) infra.Kind {
+	switch {
+	case info["valkey_version"] != "" || info["server_name"] == "valkey":
+		return infra.Valkey
+	case info["server_name"] == "keydb" || info["keydb_version"] != "":
+		return infra.KeyDB
+	}
+	return infra.Redis
+}
+
 // ThreadAffinity reads every thread's name and Cpus_allowed_list from
 // <procRoot>/<pid>/task/*/status.
 func ThreadAffinity(procRoot string, pid int) ([]infra.ThreadCPUs, error) {

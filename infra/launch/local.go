@@ -44,6 +44,7 @@ type Local struct {
 
 // Start implements infra.Launcher.
 func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server, error) {
+	kindGiven := s.Kind != "" || l.Identity.Kind != ""
 	if s.Kind == "" {
 		s.Kind = l.Identity.Kind
 	}
@@ -137,6 +138,9 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	if srv.facts.Identity.Version == "" {
 		srv.facts.Identity.Version = ReportedVersion(srv.facts.InfoServer)
 	}
+	if !kindGiven {
+		srv.facts.Identity.Kind = KindFromInfo(srv.facts.InfoServer)
+	}
 	return srv, nil
 }
 
@@ -167,7 +171,7 @@ func startPinned(cmd *exec.Cmd, cpus string) error {
 			return
 		}
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			errc <- fmt.Errorf("pin to cpus %s: %w", cpus, err)
+			errc <- fmt.Errorf("pin to cpus %s (this host has %d CPUs, 0-%d): %w", cpus, runtime.NumCPU(), runtime.NumCPU()-1, err)
 			return
 		}
 		err := cmd.Start()

@@ -117,6 +117,12 @@ func TestLocalFaults(t *testing.T) {
 			t.Errorf("err = %v, want ErrPortInUse naming %d", err, port)
 		}
 	})
+	t.Run("cpus the host lacks", func(t *testing.T) {
+		_, err := l.Start(ctx, infra.ServerSettings{Kind: infra.Redis, CPUs: "4000"})
+		if err == nil || !strings.Contains(err.Error(), "this host has") {
+			t.Errorf("err = %v, want it to say which CPUs the host has", err)
+		}
+	})
 	t.Run("exits at start", func(t *testing.T) {
 		_, err := l.Start(ctx, infra.ServerSettings{Kind: infra.Redis, Extra: []string{"--no-such-directive", "1"}, LogDir: t.TempDir()})
 		if !errors.Is(err, ErrExitedEarly) || !strings.Contains(err.Error(), "no-such-directive") {
@@ -147,9 +153,13 @@ func TestLocalFaults(t *testing.T) {
 
 func TestLocalReportsKill(t *testing.T) {
 	bin := systemRedis(t)
-	srv, err := (&Local{Binary: bin}).Start(context.Background(), infra.ServerSettings{Kind: infra.Redis, LogDir: t.TempDir()})
+	// Kind unsaid: the identity takes it from INFO.
+	srv, err := (&Local{Binary: bin}).Start(context.Background(), infra.ServerSettings{LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if k := srv.Facts().Identity.Kind; k != infra.Redis {
+		t.Errorf("identity kind = %q, want redis", k)
 	}
 	p, _ := os.FindProcess(srv.Facts().PID)
 	p.Kill()

@@ -150,7 +150,7 @@ workload:
 	}
 	// Estimate: 4 starts x 2s; per cell 1s overhead + 1s + 2s, GET prefill
 	// of 10 keys at 300 MiB/s.
-	want := 4*2e9 + 32*4e9 + 2*2*2*(10*(1<<20)+10*(8<<20))/float64(300<<20)*1e9
+	want := 4*2e9 + 32*5e9 + 2*2*2*(10*(1<<20)+10*(8<<20))/float64(300<<20)*1e9
 	if got := float64(p.Estimate.Total); got < want-1e6 || got > want+1e6 {
 		t.Errorf("estimate %v, want %v", p.Estimate.Total, want)
 	}

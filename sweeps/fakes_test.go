@@ -121,6 +121,11 @@ func (b *fakeBench) Bench(ctx context.Context, w lab.Workload, mark func(lab.Pha
 		res.Client.MaxWorkerBusy = 0.97
 	case "error":
 		return nil, errors.New("connect: refused")
+	case "slow":
+		for _, o := range res.Ops {
+			o.Ops = 0
+		}
+		return res, nil
 	}
 	if mark != nil {
 		mark(lab.PhaseDrain)

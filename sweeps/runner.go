@@ -444,6 +444,11 @@ func judge(res *lab.Result) string {
 	if bad > 0 {
 		return fmt.Sprintf("verify: %d replies failed", bad)
 	}
+	if totalOps(res) == 0 {
+		// Every request outlived the window: there is no figure, only a
+		// zero that would read as "this version moves nothing".
+		return fmt.Sprintf("no request completed inside the %s window; lengthen duration or lower connections", res.Window.Requested)
+	}
 	return ""
 }
 

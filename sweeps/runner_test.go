@@ -94,12 +94,13 @@ func TestRunnerFailuresAndResume(t *testing.T) {
 	dir := t.TempDir()
 	// Call 1 (A/GET/2MiB): the server crashes mid-cell. Call 3 (A/SET/2MiB):
 	// timeouts. Call 5 (B/GET/2MiB): verify failures. Call 6: client-limited.
-	r, fs, _, out := newRunner(t, dir, p, map[int]string{1: "crash", 3: "timeouts", 5: "verify", 6: "client"})
+	// Call 7 (B/SET/2MiB): no request completed in the window.
+	r, fs, _, out := newRunner(t, dir, p, map[int]string{1: "crash", 3: "timeouts", 5: "verify", 6: "client", 7: "slow"})
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Done != 5 || len(sum.Failed) != 3 {
+	if sum.Done != 4 || len(sum.Failed) != 4 {
 		t.Fatalf("summary %+v\n%s", sum, out)
 	}
 	reasons := map[string]string{}
@@ -110,6 +111,7 @@ func TestRunnerFailuresAndResume(t *testing.T) {
 		"A/GET/2MiB/r1": "server exited during the cell: signal: killed",
 		"A/SET/2MiB/r1": "timeout=3",
 		"B/GET/2MiB/r1": "verify: 2 replies failed",
+		"B/SET/2MiB/r1": "no request completed inside the 1s window",
 	} {
 		if !strings.Contains(reasons[id], frag) {
 			t.Errorf("%s: reason %q, want %q", id, reasons[id], frag)
@@ -130,13 +132,13 @@ func TestRunnerFailuresAndResume(t *testing.T) {
 	}
 	r.Store.Close()
 
-	// Resume: only the three failed cells run, as attempt 2.
+	// Resume: only the four failed cells run, as attempt 2.
 	r2, _, fb2, _ := newRunner(t, dir, p, map[int]string{0: "crash"})
 	sum2, err := r2.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fb2.calls) != 3 || sum2.Kept != 5 || sum2.Done != 7 {
+	if len(fb2.calls) != 4 || sum2.Kept != 4 || sum2.Done != 7 {
 		t.Fatalf("resume ran %d cells, summary %+v", len(fb2.calls), sum2)
 	}
 	run, _ := ReadRun(dir)

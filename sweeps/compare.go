@@ -127,7 +127,7 @@ func Compare(runs []*Run, opt CompareOptions) (*Comparison, error) {
 func groupCells(r *Run) (map[string]map[string][]*CellRecord, []string) {
 	g := map[string]map[string][]*CellRecord{}
 	var order []string
-	for _, c := range r.Sorted() {
+	for _, c := range r.Current() {
 		v := c.Version.Segment
 		if g[v] == nil {
 			g[v] = map[string][]*CellRecord{}

@@ -336,6 +336,17 @@ func NewPlan(ctx context.Context, c *Campaign, resolver Resolver) (*Plan, error)
 	return c.cellsOf(resolved)
 }
 
+// SpecHash identifies the resolved spec: the campaign file as given and
+// every cell's hash in order.
+func (p *Plan) SpecHash() string {
+	h := sha256.New()
+	h.Write(p.Campaign.Source)
+	for _, c := range p.Cells {
+		h.Write([]byte(c.ID + " " + c.Hash + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // VariedAxes lists the workload fields that take more than one value.
 func (c *Campaign) VariedAxes() []string {
 	var out []string

@@ -120,6 +120,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 			r.Env.Created = time.Now().UTC()
 		}
 		r.Env.Campaign = r.Plan.Campaign.Name
+		r.Env.SpecHash = r.Plan.SpecHash()
 		if err := r.Store.WriteEnv(r.Env); err != nil {
 			return nil, err
 		}

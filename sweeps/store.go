@@ -284,6 +284,22 @@ type Run struct {
 	// Problems lists files that could not be read; their cells count as
 	// not run, so a resume redoes them.
 	Problems []string
+	// Planned maps the cell IDs of plan.json to their hashes; nil when the
+	// run has no plan yet. Records outside it are left from an earlier spec.
+	Planned map[string]string
+}
+
+// Current returns the records of the current plan (all when there is no
+// plan), in plan order: cells of an earlier spec left in the directory are
+// not mixed into summaries.
+func (r *Run) Current() []*CellRecord {
+	var out []*CellRecord
+	for _, c := range r.Sorted() {
+		if r.Planned == nil || r.Planned[c.CellID] == c.Hash {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ReadRun reads a run directory without locking it. Missing parts are
@@ -303,6 +319,22 @@ func ReadRun(dir string) (*Run, error) {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", EnvFile, err))
 		} else {
 			r.Env = &e
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, PlanFile)); err == nil {
+		var p struct {
+			Cells []struct {
+				ID   string `json:"id"`
+				Hash string `json:"hash"`
+			} `json:"cells"`
+		}
+		if err := json.Unmarshal(b, &p); err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", PlanFile, err))
+		} else {
+			r.Planned = map[string]string{}
+			for _, c := range p.Cells {
+				r.Planned[c.ID] = c.Hash
+			}
 		}
 	}
 	ents, err := os.ReadDir(filepath.Join(dir, CellsDir))

@@ -230,3 +230,33 @@ func TestReadRunTolerates(t *testing.T) {
 		t.Errorf("record schema %v", rec["schema"])
 	}
 }
+
+// Records of an earlier spec stay on disk but are not current.
+func TestRunCurrent(t *testing.T) {
+	dir := t.TempDir()
+	r, _, _, _ := newRunner(t, dir, testPlan(t, runSpec), nil)
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.Store.Close()
+	p2 := testPlan(t, strings.Replace(runSpec, "value-size: [1MiB, 2MiB]", "value-size: [1MiB, 3MiB]", 1))
+	r2, _, _, _ := newRunner(t, dir, p2, nil)
+	if _, err := r2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Cells) != 12 || len(run.Current()) != 8 {
+		t.Errorf("%d stored, %d current; want 12 and 8", len(run.Cells), len(run.Current()))
+	}
+	for _, c := range run.Current() {
+		if strings.Contains(c.CellID, "2MiB") {
+			t.Errorf("%s is from the earlier spec", c.CellID)
+		}
+	}
+	if run.Env == nil || run.Env.SpecHash != p2.SpecHash() || p2.SpecHash() == testPlan(t, runSpec).SpecHash() {
+		t.Errorf("spec hash %v", run.Env)
+	}
+}

@@ -36,20 +36,28 @@ type schedule struct {
 	prefillMode bool
 }
 
-func (s *schedule) phaseAt(t int64) Phase {
+// Phase indexes, in the order of phaseOrder.
+const (
+	phPrefill = iota
+	phWarmup
+	phMeasure
+	phDrain
+)
+
+var phaseOrder = [4]Phase{PhasePrefill, PhaseWarmup, PhaseMeasure, PhaseDrain}
+
+// phaseAt is the phase a request completing at t belongs to.
+func (s *schedule) phaseAt(t int64) int {
 	switch {
 	case s.prefillMode:
-		return PhasePrefill
+		return phPrefill
 	case t < s.warmupEnd:
-		return PhaseWarmup
+		return phWarmup
 	case t < s.measureEnd:
-		return PhaseMeasure
+		return phMeasure
 	}
-	return PhaseDrain
+	return phDrain
 }
-
-var phaseIndex = map[Phase]int{PhasePrefill: 0, PhaseWarmup: 1, PhaseMeasure: 2, PhaseDrain: 3}
-var phaseOrder = [4]Phase{PhasePrefill, PhaseWarmup, PhaseMeasure, PhaseDrain}
 
 const (
 	opGet = 0
@@ -653,15 +661,15 @@ func (c *rconn) complete(kind errIdx, miss bool) {
 // and their bytes are counted once, here.
 func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) {
 	phase := w.sched.phaseAt(t)
-	ps := &w.phases[phaseIndex[phase]]
+	ps := &w.phases[phase]
 	ps.ops[r.op]++
 	ps.wireOut += r.wireOut
 	ps.wireIn += wireIn
 	if kind != ok {
 		ps.errs[kind]++
 	}
-	if phase != PhaseMeasure {
-		if phase != PhaseDrain {
+	if phase != phMeasure {
+		if phase != phDrain {
 			w.progOps.Add(1)
 		}
 		return

@@ -337,8 +337,8 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	})
 	var errs uint64
 	for _, wk := range e.workers {
-		for k := range wk.phases[0].errs {
-			errs += wk.phases[0].errs[k]
+		for k := range wk.phases[phPrefill].errs {
+			errs += wk.phases[phPrefill].errs[k]
 		}
 		wk.progOps.Store(0)
 	}

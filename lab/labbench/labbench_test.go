@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra/debpkg"
-	"github.com/linerate/linerate/infra/home"
+	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 )
@@ -135,32 +135,65 @@ func median(xs []measured, f func(measured) float64) (float64, bool) {
 	return v[len(v)/2], true
 }
 
-// peerTool finds the peer benchmark: $LINERATE_BENCH_PEER, valkey-benchmark,
-// then redis-benchmark.
-func peerTool(b *testing.B) string {
-	if p := os.Getenv("LINERATE_BENCH_PEER"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("valkey-benchmark"); err == nil {
-		return p
-	}
-	return labtest.Need(b, "redis-benchmark")
+// benchSetup is the server and peer tool of the comparison.
+type benchSetup struct {
+	server, peer string
+	env          []string
 }
 
-// serverBinary is $LINERATE_BENCH_SERVER or redis-server from the system.
-func serverBinary(b *testing.B) string {
-	if p := os.Getenv("LINERATE_BENCH_SERVER"); p != "" {
-		return p
+// setup picks valkey 9.1 from linerate's server store on sid's runtime with
+// MALLOC_CONF=oversize_threshold:0 (the allocator setting under which a
+// server on this kind of VM is not page-fault bound) and the valkey-benchmark
+// built with it. $LINERATE_BENCH_SERVER and $LINERATE_BENCH_PEER override;
+// outside CI, a store that cannot be had falls back to the system's redis.
+func setup(b *testing.B) benchSetup {
+	s := benchSetup{server: os.Getenv("LINERATE_BENCH_SERVER"), peer: os.Getenv("LINERATE_BENCH_PEER")}
+	if s.server == "" || s.peer == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		inst, err := installValkey(ctx)
+		switch {
+		case err == nil:
+			if s.server == "" {
+				s.server, s.env = inst.Server, []string{"MALLOC_CONF=oversize_threshold:0"}
+			}
+			if s.peer == "" {
+				s.peer = filepath.Join(filepath.Dir(inst.Server), "valkey-benchmark")
+			}
+		case os.Getenv("CI") != "":
+			b.Fatalf("server store: %v", err)
+		default:
+			fmt.Printf("note: server store unavailable (%v); using the system's redis\n", err)
+			if s.server == "" {
+				s.server = labtest.Need(b, "redis-server")
+			}
+			if s.peer == "" {
+				s.peer = labtest.Need(b, "redis-benchmark")
+			}
+		}
 	}
-	return labtest.Need(b, "redis-server")
+	return s
+}
+
+func installValkey(ctx context.Context) (*servers.Installed, error) {
+	st, err := servers.Open("")
+	if err != nil {
+		return nil, err
+	}
+	sel, err := servers.ParseSelector("valkey@9.1")
+	if err != nil {
+		return nil, err
+	}
+	return st.Install(ctx, sel, servers.InstallOptions{Runtime: "sid"})
 }
 
 // BenchmarkVersusPeer: the same server, the same cells, the two clients in
 // alternation (linerate, peer, linerate, peer).
 func BenchmarkVersusPeer(b *testing.B) {
 	bin := labtest.Binary(b)
-	peer := peerTool(b)
-	srv := labtest.StartServer(b, serverBinary(b), "--io-threads", "2")
+	su := setup(b)
+	peer := su.peer
+	srv := labtest.StartServerEnv(b, su.server, su.env, "--io-threads", "2")
 	info := labtest.Info(b, srv.Addr, "server")
 	fmt.Printf("\nlinerate vs %s: server %s %s, -c %d, %d threads, %d keys, loopback, %s\n",
 		filepath.Base(peer), serverName(info), serverVersion(info), benchConns, benchThreads, benchKeys, hostLine())
@@ -223,14 +256,11 @@ func iperf3Binary(b *testing.B) string {
 	if p := os.Getenv("LINERATE_BENCH_IPERF3"); p != "" {
 		return p
 	}
-	dir, err := home.Dir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := debpkg.Tool(ctx, "trixie", "iperf3")
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		var p string
-		if p, err = debpkg.Install(ctx, filepath.Join(dir, "tools", "iperf3-trixie"), "trixie", "iperf3"); err == nil {
-			return p
-		}
+		return p
 	}
 	if os.Getenv("CI") != "" {
 		b.Fatalf("private iperf3 from trixie: %v", err)

@@ -65,6 +65,12 @@ func StartRedis(t testing.TB, extra ...string) *Server {
 // redis-server, a store build) the same way.
 func StartServer(t testing.TB, bin string, extra ...string) *Server {
 	t.Helper()
+	return StartServerEnv(t, bin, nil, extra...)
+}
+
+// StartServerEnv is StartServer with extra environment (e.g. MALLOC_CONF).
+func StartServerEnv(t testing.TB, bin string, env []string, extra ...string) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
@@ -72,6 +78,7 @@ func StartServer(t testing.TB, bin string, extra ...string) *Server {
 		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, "--logfile", s.Log, "--protected-mode", "no"}, extra...)
 		s.Cmd = exec.Command(bin, args...)
+		s.Cmd.Env = append(os.Environ(), env...)
 		if err := s.Cmd.Start(); err != nil {
 			t.Fatalf("start redis-server: %v", err)
 		}

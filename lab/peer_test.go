@@ -228,7 +228,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	w := Workload{}
 	w.Host, w.Port = "127.0.0.1", p.l.Addr().(*net.TCPAddr).Port
 	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, 4096, 3
-	w.Duration, w.RequestTimeout = Duration(time.Second), Duration(200*time.Millisecond)
+	w.Duration, w.RequestTimeout = Duration(3*time.Second), Duration(time.Second)
 	w = w.Resolve()
 	e, err := newEngine(w)
 	if err != nil {

@@ -47,7 +47,7 @@ func cpuSeconds(ps *os.ProcessState) float64 {
 	if !ok {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // runLinerate runs the CLI without warmup so its whole-process CPU compares
@@ -238,7 +238,7 @@ func BenchmarkCeilingVersusIperf3(b *testing.B) {
 	bin := labtest.Binary(b)
 	iperf := iperf3Binary(b)
 	ver, _ := exec.Command(iperf, "--version").Output()
-	fmt.Printf("\nclient ceiling: linerate vs linerate sink, next to %s with 8 flows, loopback, %s\n", strings.Fields(string(ver)+" iperf3 ?")[1], hostLine())
+	fmt.Printf("\nclient ceiling: linerate vs linerate sink, next to %s with 8 flows, loopback, %s\n", strings.Fields(string(ver) + " iperf3 ?")[1], hostLine())
 	var lr, ip []float64
 	for round := 0; round < 2; round++ {
 		lr = append(lr, sinkRun(b, bin))

@@ -1,0 +1,464 @@
+package plots
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+)
+
+// Chart is a chart described as data: what Draw renders and what the
+// golden tests compare. Coordinates are data units (x of value-size charts
+// is log2 of the size in bytes).
+type Chart struct {
+	Name    string // file base name, e.g. GET-gbps
+	Kind    string // size, soak or cpu: which section of the report
+	Title   string
+	Caption []string
+	XLabel  string
+	YLabel  string
+	XMin    float64
+	XMax    float64
+	XTicks  []Tick // nil: gonum's ticker
+	YLog    bool
+	YMin    float64
+	YMax    float64
+	YTicks  []Tick
+	Lines   []Line
+	Marks   []Mark
+	Refs    []Ref
+	Bars    []Bar // set: a horizontal bar chart (Lines unused)
+	Width   float64
+	Height  float64 // inches
+}
+
+// Tick is one labelled axis tick.
+type Tick struct {
+	Value float64
+	Label string
+}
+
+// Line is one series: a version's medians, a soak's per-second figures.
+type Line struct {
+	Label  string
+	Color  int // version index (PaletteColor)
+	Glyph  int // marker shape index; -1 for no markers
+	Dashed bool
+	Points []XY    // Y is NaN where the series has a gap
+	Band   []Range // min-max per point; NaN where a point has under two values
+}
+
+// XY is one point.
+type XY struct{ X, Y float64 }
+
+// Range is a min-max at one x.
+type Range struct{ X, Lo, Hi float64 }
+
+// MarkKind is what a flagged point means.
+type MarkKind string
+
+const (
+	MarkClientLimited MarkKind = "client-limited" // drawn at its value: the client ran out
+	MarkFailed        MarkKind = "failed"         // drawn on the floor: no value
+	MarkMissing       MarkKind = "missing"        // drawn on the floor: never stored
+)
+
+// Mark flags one point.
+type Mark struct {
+	Kind  MarkKind
+	Color int
+	X, Y  float64
+	What  string // the cell key and version, for the description
+}
+
+// Ref is a horizontal reference line.
+type Ref struct {
+	Label  string
+	Y      float64
+	Color  int
+	Dashed bool
+}
+
+// Bar is one horizontal bar.
+type Bar struct {
+	Label string
+	Value float64
+	Group string // legend entry; bars of a group share a colour
+}
+
+// Metric names for charts and tables.
+const (
+	MetricGbps = sweeps.MetricGbps
+	MetricP99  = sweeps.MetricP99
+)
+
+// Charts describes every chart of a campaign: per group Gbps and p99 vs
+// value size, one soak chart pair per soak record, one CPU chart per cell
+// that has thread metrics.
+func Charts(c *Campaign) []*Chart {
+	var out []*Chart
+	for _, g := range c.Groups {
+		out = append(out, sizeChart(c, g, MetricGbps), sizeChart(c, g, MetricP99))
+	}
+	for _, s := range c.Soaks {
+		out = append(out, soakCharts(c, s)...)
+	}
+	for _, r := range c.Run.Sorted() {
+		if ch := cpuChart(c, r); ch != nil {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '+', r == '@':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func sizeChart(c *Campaign, g *Group, metric string) *Chart {
+	setup := c.Setup()
+	ch := &Chart{Kind: "size", Name: fileSafe(g.Name) + "-" + metric, XLabel: "value size (log2 scale)", Width: 8, Height: 5}
+	what := "bandwidth delivered"
+	ch.YLabel = "payload Gbps"
+	if metric == MetricP99 {
+		what = "p99 latency"
+		ch.YLabel = "p99 latency"
+	}
+	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
+	ch.Caption = append(setup.Caption(), "Line: median over repetitions; band: min-max. Points of client-limited cells are ringed: they measured the client, not the server.")
+	for _, s := range g.Sizes {
+		ch.XTicks = append(ch.XTicks, Tick{Value: log2(s), Label: sizeLabel(s)})
+	}
+	if n := len(ch.XTicks); n > 0 {
+		ch.XMin, ch.XMax = ch.XTicks[0].Value-0.4, ch.XTicks[n-1].Value+0.4
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	type floor struct {
+		kind  MarkKind
+		color int
+		x     float64
+		what  string
+	}
+	var floors []floor
+	for _, s := range g.Series {
+		ln := Line{Label: s.Version, Color: s.Color, Glyph: s.Color}
+		for _, p := range s.Points {
+			x := log2(p.Size)
+			vs := p.values(metric)
+			y := median(vs)
+			ln.Points = append(ln.Points, XY{x, y})
+			r := Range{X: x, Lo: math.NaN(), Hi: math.NaN()}
+			if len(vs) > 1 {
+				r.Lo, r.Hi = minMax(vs)
+			}
+			ln.Band = append(ln.Band, r)
+			if len(vs) > 0 {
+				a, b := minMax(vs)
+				lo, hi = math.Min(lo, a), math.Max(hi, b)
+			}
+			what := s.Version + "/" + p.Key
+			if p.Key == "" {
+				what = s.Version + "/" + g.Name + "@" + p.Size.String()
+			}
+			switch {
+			case p.OnlyLimited():
+				ch.Marks = append(ch.Marks, Mark{Kind: MarkClientLimited, Color: s.Color, X: x, Y: y, What: what})
+			case len(p.Failed) > 0 && !p.HasValue():
+				floors = append(floors, floor{MarkFailed, s.Color, x, what})
+			case !p.HasValue():
+				floors = append(floors, floor{MarkMissing, s.Color, x, what})
+			}
+		}
+		ch.Lines = append(ch.Lines, ln)
+	}
+	if math.IsInf(lo, 1) { // nothing measured at all: an empty frame, marks on the floor
+		lo, hi = 1, 10
+	}
+	if metric == MetricP99 && lo > 0 && hi/lo >= 10 {
+		ch.YLog = true
+		ch.YMin, ch.YMax = niceFloor(lo/1.5), hi*1.5
+		ch.YTicks = logTicks(ch.YMin, ch.YMax, tickLatency)
+	} else {
+		ch.YMin, ch.YMax = 0, hi*1.12
+		if ch.YMax <= 0 {
+			ch.YMax = 1
+		}
+		if metric == MetricP99 {
+			ch.YTicks = linearTicks(0, ch.YMax, tickLatency)
+		} else {
+			ch.YTicks = linearTicks(0, ch.YMax, trimFloat)
+		}
+	}
+	floorY := ch.YMax * 0.025
+	if ch.YLog {
+		floorY = ch.YMin * math.Pow(ch.YMax/ch.YMin, 0.025)
+	}
+	for _, f := range floors {
+		ch.Marks = append(ch.Marks, Mark{Kind: f.kind, Color: f.color, X: f.x, Y: floorY, What: f.what})
+	}
+	return ch
+}
+
+func log2(s lab.Size) float64 { return math.Log2(float64(s)) }
+
+// niceFloor rounds down to 1, 2 or 5 times a power of ten.
+func niceFloor(v float64) float64 {
+	if v <= 0 {
+		return v
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{5, 2, 1} {
+		if m*e <= v {
+			return m * e
+		}
+	}
+	return e
+}
+
+// logTicks puts ticks at 1, 2 and 5 times powers of ten in [lo, hi].
+func logTicks(lo, hi float64, label func(float64) string) []Tick {
+	var ts []Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v >= lo*0.999 && v <= hi*1.001 {
+				ts = append(ts, Tick{Value: v, Label: label(v)})
+			}
+		}
+	}
+	return ts
+}
+
+// linearTicks puts about five ticks at a 1-2-5 step in [lo, hi].
+func linearTicks(lo, hi float64, label func(float64) string) []Tick {
+	step := niceFloor((hi - lo) / 5)
+	if step <= 0 {
+		return nil
+	}
+	var ts []Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9 && len(ts) < 50; v += step {
+		l := label(v)
+		if v == 0 {
+			l = "0"
+		}
+		ts = append(ts, Tick{Value: v, Label: l})
+	}
+	return ts
+}
+
+func versionColor(c *Campaign, segment string) int {
+	for i, v := range c.Versions {
+		if v == segment {
+			return i
+		}
+	}
+	return -1
+}
+
+// soakCharts draws a soak: Gbps per second against the campaign cell's
+// figure, and p99 of the whole soak against the campaign cell's p99 (the
+// result records per-second throughput only, not per-second latency).
+func soakCharts(c *Campaign, s *sweeps.SoakRecord) []*Chart {
+	setup := c.Setup()
+	col := versionColor(c, s.Version.Segment)
+	base := "soak-" + fileSafe(strings.ReplaceAll(s.CellID, "/", "_")) + "-" + s.Started.UTC().Format("20060102T150405Z")
+	caption := []string{fmt.Sprintf("%s; %s", setup.Hosts, setup.Tuning),
+		fmt.Sprintf("%s; soak of %s, started %s", setup.Load, s.Workload.Duration, s.Started.UTC().Format("2006-01-02 15:04 UTC"))}
+	gb := &Chart{Kind: "soak", Name: base + "-gbps", Width: 8, Height: 4.5,
+		Title:  fmt.Sprintf("Soak %s: Gbps per second (%s)", s.CellID, s.Status),
+		XLabel: "second of the measured window", YLabel: "payload Gbps", YMin: 0}
+	p99 := &Chart{Kind: "soak", Name: base + "-p99", Width: 8, Height: 3,
+		Title:  fmt.Sprintf("Soak %s: p99 over the whole soak vs the campaign cell", s.CellID),
+		XLabel: "p99 latency (ms)"}
+	ops := soakOps(s)
+	hi := 0.0
+	maxSec := 1
+	var verdicts []string
+	for i, op := range ops {
+		ln := Line{Label: fmt.Sprintf("%s %s per second", s.Version.Segment, op), Color: col, Glyph: -1, Dashed: i > 0}
+		if s.Result != nil && s.Result.Ops[op] != nil {
+			for _, smp := range s.Result.Ops[op].Series {
+				ln.Points = append(ln.Points, XY{float64(smp.Second), smp.Gbps})
+				hi = math.Max(hi, smp.Gbps)
+				maxSec = max(maxSec, smp.Second)
+			}
+		}
+		gb.Lines = append(gb.Lines, ln)
+		if g, ok := s.Original[op]; ok {
+			gb.Refs = append(gb.Refs, Ref{Label: fmt.Sprintf("%s campaign cell %s Gbps", op, formatGbps(g)), Y: g, Color: -1, Dashed: true})
+			hi = math.Max(hi, g)
+		}
+		if d, ok := s.Drift[op]; ok {
+			verdicts = append(verdicts, fmt.Sprintf("%s held %s Gbps: %s (first third %.3g, last third %.3g, %+.1f%%)",
+				op, formatGbps(s.Held[op]), d.Verdict, d.FirstThird.Mean, d.LastThird.Mean, d.Change*100))
+		}
+		if orig := c.Run.Cells[s.CellID]; orig != nil && orig.Result != nil && orig.Result.Ops[op] != nil {
+			p99.Bars = append(p99.Bars, Bar{Label: fmt.Sprintf("%s campaign cell (%s)", op, orig.Workload.Duration), Value: orig.Result.Ops[op].Latency.P99 / 1000, Group: "campaign cell"})
+		}
+		if s.Result != nil && s.Result.Ops[op] != nil {
+			p99.Bars = append(p99.Bars, Bar{Label: fmt.Sprintf("%s soak (%s)", op, s.Workload.Duration), Value: s.Result.Ops[op].Latency.P99 / 1000, Group: "soak"})
+		}
+	}
+	gb.XMin, gb.XMax = 0, float64(maxSec)
+	gb.YMax = math.Max(hi*1.15, 1)
+	gb.Caption = append(caption, strings.Join(verdicts, "; "))
+	if s.Reason != "" {
+		gb.Caption = append(gb.Caption, "reason: "+s.Reason)
+	}
+	p99.Caption = append(caption, "The result records throughput per second but latency only over the whole window, so p99 is compared as a whole.")
+	p99.Height = 1.8 + 0.3*float64(len(p99.Bars))
+	return []*Chart{gb, p99}
+}
+
+func soakOps(s *sweeps.SoakRecord) []lab.Op {
+	seen := map[lab.Op]bool{}
+	if s.Result != nil {
+		for op := range s.Result.Ops {
+			seen[op] = true
+		}
+	}
+	for op := range s.Original {
+		seen[op] = true
+	}
+	var ops []lab.Op
+	for op := range seen {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	return ops
+}
+
+// Bar groups of CPU charts.
+const (
+	GroupServerMain  = "server main thread"
+	GroupServerIO    = "server I/O threads"
+	GroupServerOther = "other server threads"
+	GroupClient      = "client workers"
+)
+
+// cpuChart draws one cell's threads: the server's main thread, each I/O
+// thread, other busy server threads, and the client's workers, as percent
+// of one CPU with the saturation threshold marked. Nil when the cell has no
+// thread figures.
+func cpuChart(c *Campaign, r *sweeps.CellRecord) *Chart {
+	var bars []Bar
+	if r.Host != nil && r.Host.Server != nil {
+		p := r.Host.Server
+		threads := append([]hostmetrics.ThreadBusy(nil), p.Threads...)
+		sort.SliceStable(threads, func(i, j int) bool { return naturalLess(threads[i].Name, threads[j].Name) })
+		var main, io, other []Bar
+		for _, t := range threads {
+			switch {
+			case t.TID == p.PID:
+				main = append(main, Bar{Label: "main (" + t.Name + ")", Value: t.Busy * 100, Group: GroupServerMain})
+			case hostmetrics.IsIOThread(t.Name):
+				io = append(io, Bar{Label: t.Name, Value: t.Busy * 100, Group: GroupServerIO})
+			case t.Busy >= 0.01: // idle helper threads (bio_*, jemalloc) only add rows
+				other = append(other, Bar{Label: t.Name, Value: t.Busy * 100, Group: GroupServerOther})
+			}
+		}
+		bars = append(append(append(bars, main...), io...), other...)
+	}
+	if r.Result != nil {
+		for _, w := range r.Result.Client.Workers {
+			l := fmt.Sprintf("client worker %d", w.Worker)
+			if w.CPU != nil {
+				l += fmt.Sprintf(" (CPU %d)", *w.CPU)
+			}
+			bars = append(bars, Bar{Label: l, Value: w.Busy * 100, Group: GroupClient})
+		}
+	}
+	if len(bars) == 0 {
+		return nil
+	}
+	setup := c.Setup()
+	ch := &Chart{Kind: "cpu", Name: "cpu-" + fileSafe(strings.ReplaceAll(r.CellID, "/", "_")), Bars: bars,
+		Title:  "CPU per thread: " + r.CellID,
+		XLabel: "busy, % of one CPU over the measured window", Width: 8,
+		Height: 1.9 + 0.24*float64(len(bars)),
+		Refs:   []Ref{{Label: fmt.Sprintf("saturated (%.0f%%)", hostmetrics.Saturated*100), Y: hostmetrics.Saturated * 100, Color: -1, Dashed: true}},
+	}
+	limit := "limit: not labelled"
+	if r.Limit != nil {
+		limit = fmt.Sprintf("limit: %s (%s)", r.Limit.Kind, r.Limit.Detail)
+	}
+	if r.Status != sweeps.StatusDone {
+		limit = fmt.Sprintf("failed: %s; ", r.Reason) + limit
+	}
+	ch.Caption = []string{setup.Caption()[0], limit}
+	return ch
+}
+
+// Describe prints a chart's structure: title, axes, ticks, series with
+// their point counts and values, marks and reference lines. The golden
+// tests compare it; it is also a text view of a chart for review.
+func Describe(ch *Chart) string {
+	var b strings.Builder
+	num := func(v float64) string {
+		if math.IsNaN(v) {
+			return "gap"
+		}
+		return trimFloat(v)
+	}
+	fmt.Fprintf(&b, "chart %s (%s, %gx%g in)\n", ch.Name, ch.Kind, ch.Width, ch.Height)
+	fmt.Fprintf(&b, "  title: %s\n", ch.Title)
+	for _, c := range ch.Caption {
+		fmt.Fprintf(&b, "  caption: %s\n", c)
+	}
+	scale := "linear"
+	if ch.YLog {
+		scale = "log"
+	}
+	fmt.Fprintf(&b, "  x: %q [%s, %s]", ch.XLabel, num(ch.XMin), num(ch.XMax))
+	for _, t := range ch.XTicks {
+		fmt.Fprintf(&b, " %q", t.Label)
+	}
+	fmt.Fprintf(&b, "\n  y: %q %s [%s, %s]", ch.YLabel, scale, num(ch.YMin), num(ch.YMax))
+	for _, t := range ch.YTicks {
+		fmt.Fprintf(&b, " %q", t.Label)
+	}
+	b.WriteString("\n")
+	for _, l := range ch.Lines {
+		n, bands := 0, 0
+		var ys []string
+		for i, p := range l.Points {
+			if !math.IsNaN(p.Y) {
+				n++
+			}
+			if i < 40 {
+				ys = append(ys, num(p.Y))
+			}
+		}
+		for _, r := range l.Band {
+			if !math.IsNaN(r.Lo) {
+				bands++
+			}
+		}
+		more := ""
+		if len(l.Points) > 40 {
+			more = " …"
+		}
+		fmt.Fprintf(&b, "  line %q colour %s glyph %d dashed %v: %d/%d points, %d bands: %s%s\n",
+			l.Label, colorHex(PaletteColor(l.Color)), l.Glyph, l.Dashed, n, len(l.Points), bands, strings.Join(ys, " "), more)
+	}
+	for _, m := range ch.Marks {
+		fmt.Fprintf(&b, "  mark %s %s at (%s, %s)\n", m.Kind, m.What, num(m.X), num(m.Y))
+	}
+	for _, r := range ch.Refs {
+		fmt.Fprintf(&b, "  ref %q at %s\n", r.Label, num(r.Y))
+	}
+	for _, br := range ch.Bars {
+		fmt.Fprintf(&b, "  bar %q [%s] %s\n", br.Label, br.Group, num(br.Value))
+	}
+	return b.String()
+}

@@ -1,0 +1,117 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"strings"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// sizeLabel prints a value size as the study does, with a space: 8 MiB, 12 MB.
+func sizeLabel(s lab.Size) string {
+	t := s.String()
+	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
+	if i <= 0 {
+		return t
+	}
+	return t[:i] + " " + t[i:]
+}
+
+// formatGbps prints bandwidth as the study's tables do (whole Gbps), with
+// more digits for the small figures of loopback runs.
+func formatGbps(v float64) string {
+	switch {
+	case v >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// formatLatency prints milliseconds as the study does: 2.2 ms, 13 ms,
+// 948 ms, 1.02 s.
+func formatLatency(ms float64) string {
+	switch {
+	case ms >= 1000:
+		return fmt.Sprintf("%.3g s", ms/1000)
+	case ms >= 10:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms >= 1:
+		return fmt.Sprintf("%.2g ms", ms)
+	case ms >= 0.001:
+		return fmt.Sprintf("%.2g µs", ms*1000)
+	}
+	return "0"
+}
+
+// tickLatency is formatLatency for axis ticks: no trailing noise.
+func tickLatency(ms float64) string {
+	switch {
+	case ms >= 1000:
+		return trimFloat(ms/1000) + " s"
+	case ms >= 1:
+		return trimFloat(ms) + " ms"
+	}
+	return trimFloat(ms*1000) + " µs"
+}
+
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.3g", v)
+	if strings.ContainsAny(s, "e") {
+		s = fmt.Sprintf("%.0f", v)
+	}
+	return s
+}
+
+// palette is Okabe–Ito's colour-blind-safe set (yellow dropped: unreadable
+// on white), then greys. A version's colour is its index in the sorted
+// version list, so it is the same in every chart of a campaign.
+var palette = []color.RGBA{
+	{0x00, 0x72, 0xB2, 0xff}, // blue
+	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
+	{0x00, 0x9E, 0x73, 0xff}, // bluish green
+	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
+	{0xE6, 0x9F, 0x00, 0xff}, // orange
+	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
+	{0x00, 0x00, 0x00, 0xff}, // black
+	{0x88, 0x88, 0x88, 0xff}, // grey
+}
+
+// PaletteColor is the colour of a version index.
+func PaletteColor(i int) color.RGBA {
+	if i < 0 {
+		return color.RGBA{0x55, 0x55, 0x55, 0xff}
+	}
+	return palette[i%len(palette)]
+}
+
+func colorHex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+// median of a non-empty slice.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	for i := 1; i < len(s); i++ { // insertion sort: repetitions are few
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func minMax(xs []float64) (float64, float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return lo, hi
+}

@@ -1,0 +1,517 @@
+// Package plots turns a sweeps run directory into what a release note needs:
+// charts (PNG and self-contained SVG, gonum/plot), Markdown tables in the
+// reference study's shape with compare's significance marks, and one
+// self-contained HTML report.
+//
+// Everything is built in two steps: Load reads the run directory into a
+// Campaign (a grid of version × value size per operation, with gaps for
+// missing and failed cells), then charts are described as data (Chart) and
+// only then drawn. The description is what the golden tests pin down.
+package plots
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+)
+
+// Campaign is a run directory read for plotting.
+type Campaign struct {
+	Dir  string
+	Name string
+	Run  *sweeps.Run
+	// Plan is the stored plan.json; nil when absent or unreadable (then
+	// missing cells are only those some other version has).
+	Plan *StoredPlan
+	// Versions are the version segments sorted naturally; a version's index
+	// here is its colour in every chart of the campaign.
+	Versions []string
+	Groups   []*Group
+	Soaks    []*sweeps.SoakRecord
+	Problems []string
+}
+
+// StoredPlan is the part of plan.json the charts need.
+type StoredPlan struct {
+	Campaign struct {
+		Name        string                `json:"name"`
+		Description string                `json:"description"`
+		Repetitions int                   `json:"repetitions"`
+		Tuning      string                `json:"tuning"`
+		Provider    sweeps.Provider       `json:"provider"`
+		Server      sweeps.ServerSettings `json:"server"`
+	} `json:"campaign"`
+	Versions []sweeps.PlanVersion `json:"versions"`
+	Cells    []sweeps.Cell        `json:"cells"`
+}
+
+// Group is one chart's worth of cells: one operation (and one value of any
+// other varied dimension), every version, every value size.
+type Group struct {
+	Name   string // GET, SET, mix90-10, or GET/c16 with another dimension
+	Op     string // the key's op segment
+	Sizes  []lab.Size
+	Series []*Series // in Campaign.Versions order; only versions the group has
+}
+
+// Series is one version's points in a group, aligned with Group.Sizes.
+type Series struct {
+	Version string
+	Color   int // index in Campaign.Versions
+	Points  []*Point
+}
+
+// Point is one version at one value size: all its repetitions.
+type Point struct {
+	Size lab.Size
+	Key  string
+	// Clean repetitions' figures: done and not client-limited, as compare
+	// counts them. Gbps is summed over the cell's ops, p99 (ms) the worst op's.
+	Gbps, P99 []float64
+	// Client-limited repetitions: the client ran out, not the server.
+	LimitedGbps, LimitedP99 []float64
+	Failed                  []*sweeps.CellRecord
+	Cells                   []*sweeps.CellRecord // every stored repetition
+	Planned                 int                  // repetitions in the plan; 0 without a plan
+	Missing                 int                  // planned repetitions with no record
+}
+
+// HasValue says whether the point has any measured figure.
+func (p *Point) HasValue() bool { return len(p.Gbps) > 0 || len(p.LimitedGbps) > 0 }
+
+// OnlyLimited says whether every measured repetition was client-limited.
+func (p *Point) OnlyLimited() bool { return len(p.Gbps) == 0 && len(p.LimitedGbps) > 0 }
+
+// Absent says whether the point has no stored repetition at all.
+func (p *Point) Absent() bool { return len(p.Cells) == 0 }
+
+// values returns the figures a point is drawn with: the clean repetitions,
+// or, when all were client-limited, those (drawn flagged).
+func (p *Point) values(metric string) []float64 {
+	switch metric {
+	case sweeps.MetricP99:
+		if len(p.P99) > 0 {
+			return p.P99
+		}
+		return p.LimitedP99
+	}
+	if len(p.Gbps) > 0 {
+		return p.Gbps
+	}
+	return p.LimitedGbps
+}
+
+// Load reads a run directory. A directory with no readable cell is an
+// error; anything less (missing env.json, plan.json, unreadable cells) is
+// noted in Problems and plotted around.
+func Load(dir string) (*Campaign, error) {
+	run, err := sweeps.ReadRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Campaign{Dir: dir, Run: run, Problems: append([]string(nil), run.Problems...)}
+	if b, err := os.ReadFile(filepath.Join(dir, sweeps.PlanFile)); err == nil {
+		var p StoredPlan
+		if err := json.Unmarshal(b, &p); err != nil {
+			c.Problems = append(c.Problems, fmt.Sprintf("%s: %v", sweeps.PlanFile, err))
+		} else {
+			c.Plan = &p
+			c.Name = p.Campaign.Name
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.Problems = append(c.Problems, fmt.Sprintf("%s: %v", sweeps.PlanFile, err))
+	}
+	if c.Name == "" && run.Env != nil {
+		c.Name = run.Env.Campaign
+	}
+	if c.Name == "" {
+		c.Name = filepath.Base(filepath.Clean(dir))
+	}
+	if len(run.Cells) == 0 && (c.Plan == nil || len(c.Plan.Cells) == 0) {
+		return nil, fmt.Errorf("read run %s: no cell records in %s/ and no plan; is this a run directory (linerate sweep run writes one)?", dir, sweeps.CellsDir)
+	}
+	c.Soaks, c.Problems = readSoaks(dir, c.Problems)
+	c.build()
+	return c, nil
+}
+
+func readSoaks(dir string, problems []string) ([]*sweeps.SoakRecord, []string) {
+	ents, err := os.ReadDir(filepath.Join(dir, sweeps.SoakDir))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("%s: %v", sweeps.SoakDir, err))
+		}
+		return nil, problems
+	}
+	var out []*sweeps.SoakRecord
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".json") || strings.HasPrefix(n, ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, sweeps.SoakDir, n))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s/%s: %v", sweeps.SoakDir, n, err))
+			continue
+		}
+		var r sweeps.SoakRecord
+		if err := json.Unmarshal(b, &r); err != nil || r.CellID == "" {
+			if err == nil {
+				err = errors.New("no cell_id")
+			}
+			problems = append(problems, fmt.Sprintf("%s/%s: %v", sweeps.SoakDir, n, err))
+			continue
+		}
+		out = append(out, &r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CellID != out[j].CellID {
+			return out[i].CellID < out[j].CellID
+		}
+		return out[i].Started.Before(out[j].Started)
+	})
+	return out, problems
+}
+
+// cellRef is one planned or stored cell, reduced to what groups need.
+type cellRef struct {
+	version, key string
+	size         lab.Size
+	index        int
+}
+
+func (c *Campaign) build() {
+	refs := map[string]cellRef{} // by cell ID
+	planned := map[[2]string]int{}
+	if c.Plan != nil {
+		for _, pc := range c.Plan.Cells {
+			seg := ""
+			if pc.Version >= 0 && pc.Version < len(c.Plan.Versions) {
+				seg = c.Plan.Versions[pc.Version].Segment
+			}
+			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: pc.Workload.ValueSz, index: pc.Index}
+			planned[[2]string{seg, pc.Key}]++
+		}
+	}
+	for _, r := range c.Run.Sorted() {
+		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: r.Workload.ValueSz, index: r.Index}
+	}
+	versions := map[string]bool{}
+	if c.Plan != nil {
+		for _, v := range c.Plan.Versions {
+			versions[v.Segment] = true
+		}
+	}
+	type gk struct{ group, version string }
+	groups := map[string]*Group{}
+	groupFirst := map[string]int{}
+	sizes := map[string]map[lab.Size]bool{}
+	points := map[gk]map[lab.Size]*Point{}
+	for _, ref := range refs {
+		if ref.version == "" || ref.key == "" {
+			continue
+		}
+		versions[ref.version] = true
+		op, gname := splitKey(ref.key)
+		g := groups[gname]
+		if g == nil {
+			g = &Group{Name: gname, Op: op}
+			groups[gname] = g
+			groupFirst[gname] = ref.index
+			sizes[gname] = map[lab.Size]bool{}
+		}
+		groupFirst[gname] = min(groupFirst[gname], ref.index)
+		sizes[gname][ref.size] = true
+		k := gk{gname, ref.version}
+		if points[k] == nil {
+			points[k] = map[lab.Size]*Point{}
+		}
+		if points[k][ref.size] == nil {
+			points[k][ref.size] = &Point{Size: ref.size, Key: ref.key, Planned: planned[[2]string{ref.version, ref.key}]}
+		}
+	}
+	for v := range versions {
+		c.Versions = append(c.Versions, v)
+	}
+	sort.Slice(c.Versions, func(i, j int) bool { return naturalLess(c.Versions[i], c.Versions[j]) })
+	color := map[string]int{}
+	for i, v := range c.Versions {
+		color[v] = i
+	}
+	for _, r := range c.Run.Sorted() {
+		_, gname := splitKey(r.Key)
+		p := points[gk{gname, r.Version.Segment}][r.Workload.ValueSz]
+		if p == nil {
+			continue
+		}
+		p.Cells = append(p.Cells, r)
+		switch {
+		case r.Status != sweeps.StatusDone || r.Result == nil:
+			p.Failed = append(p.Failed, r)
+		case r.ClientLimited:
+			p.LimitedGbps = append(p.LimitedGbps, gbpsOf(r.Result))
+			p.LimitedP99 = append(p.LimitedP99, p99Of(r.Result))
+		default:
+			p.Gbps = append(p.Gbps, gbpsOf(r.Result))
+			p.P99 = append(p.P99, p99Of(r.Result))
+		}
+	}
+	for gname, g := range groups {
+		for s := range sizes[gname] {
+			g.Sizes = append(g.Sizes, s)
+		}
+		sort.Slice(g.Sizes, func(i, j int) bool { return g.Sizes[i] < g.Sizes[j] })
+		for _, v := range c.Versions {
+			pm := points[gk{gname, v}]
+			if pm == nil {
+				continue
+			}
+			s := &Series{Version: v, Color: color[v]}
+			for _, size := range g.Sizes {
+				p := pm[size]
+				if p == nil { // never planned for this version: a gap all the same
+					p = &Point{Size: size}
+				}
+				p.Missing = max(p.Planned-len(p.Cells), 0)
+				s.Points = append(s.Points, p)
+			}
+			g.Series = append(g.Series, s)
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	sort.Slice(c.Groups, func(i, j int) bool {
+		a, b := c.Groups[i], c.Groups[j]
+		if opRank(a.Op) != opRank(b.Op) {
+			return opRank(a.Op) < opRank(b.Op)
+		}
+		if groupFirst[a.Name] != groupFirst[b.Name] {
+			return groupFirst[a.Name] < groupFirst[b.Name]
+		}
+		return a.Name < b.Name
+	})
+}
+
+// splitKey splits a cell key (GET/8MiB/c16) into its op segment and its
+// group name: the key without the size segment.
+func splitKey(key string) (op, group string) {
+	segs := strings.Split(key, "/")
+	op = segs[0]
+	rest := []string{op}
+	if len(segs) > 2 {
+		rest = append(rest, segs[2:]...)
+	}
+	return op, strings.Join(rest, "/")
+}
+
+func opRank(op string) int {
+	switch op {
+	case string(lab.OpGet):
+		return 0
+	case string(lab.OpSet):
+		return 1
+	}
+	return 2
+}
+
+// gbpsOf and p99Of read a cell's figures as sweeps.Compare does: Gbps
+// summed over the cell's ops, p99 the worst op's, in milliseconds.
+func gbpsOf(r *lab.Result) float64 {
+	var v float64
+	for _, o := range r.Ops {
+		v += o.Gbps
+	}
+	return v
+}
+
+func p99Of(r *lab.Result) float64 {
+	var v float64
+	for _, o := range r.Ops {
+		v = math.Max(v, o.Latency.P99/1000)
+	}
+	return v
+}
+
+// naturalLess orders strings with digit runs compared as numbers, so
+// valkey-9.1.0 sorts after valkey-8.1.8 and 10.0 after 9.1.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := isDigit(a[0]), isDigit(b[0])
+		switch {
+		case da && db:
+			na, ra := digitRun(a)
+			nb, rb := digitRun(b)
+			ta, tb := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
+			if len(ta) != len(tb) {
+				return len(ta) < len(tb)
+			}
+			if ta != tb {
+				return ta < tb
+			}
+			a, b = ra, rb
+		case a[0] != b[0]:
+			return a[0] < b[0]
+		default:
+			a, b = a[1:], b[1:]
+		}
+	}
+	return len(a) < len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func digitRun(s string) (string, string) {
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// Setup is the measurement setup as the charts' captions state it.
+type Setup struct {
+	Hosts    string // server and client hosts
+	Tuning   string
+	Load     string // connections, pipeline, threads
+	Window   string // warmup and measured duration, repetitions
+	Server   string // server settings
+	Versions string
+}
+
+// Setup describes the campaign's setup from the environment record, the
+// plan and the cells' workloads.
+func (c *Campaign) Setup() Setup {
+	var s Setup
+	if c.Run.Env != nil && len(c.Run.Env.Hosts) > 0 {
+		var hs []string
+		for _, h := range c.Run.Env.Hosts {
+			d := h.Role + " " + h.Hostname
+			var facts []string
+			if h.CPUModel != "" {
+				facts = append(facts, h.CPUModel)
+			}
+			if h.CPUs > 0 {
+				facts = append(facts, fmt.Sprintf("%d CPUs", h.CPUs))
+			}
+			if h.Kernel != "" {
+				facts = append(facts, "Linux "+h.Kernel)
+			}
+			if nic := nicOf(h); nic != "" {
+				facts = append(facts, nic)
+			}
+			if len(facts) > 0 {
+				d += " (" + strings.Join(facts, ", ") + ")"
+			}
+			hs = append(hs, d)
+		}
+		s.Hosts = strings.Join(hs, "; ")
+	} else {
+		s.Hosts = "hosts not recorded (no env.json)"
+	}
+	switch {
+	case c.Plan != nil && c.Plan.Campaign.Tuning != "":
+		s.Tuning = "tuning profile " + c.Plan.Campaign.Tuning
+	case c.Run.Env != nil && len(c.Run.Env.Tuning) > 0 && string(c.Run.Env.Tuning) != "null":
+		s.Tuning = "tuning snapshot recorded"
+	default:
+		s.Tuning = "no tuning"
+	}
+	conns, pipes, threads, warm, dur := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, w := range c.workloads() {
+		conns[fmt.Sprint(w.Connections)] = true
+		pipes[fmt.Sprint(w.Pipeline)] = true
+		if w.Threads > 0 {
+			threads[fmt.Sprint(w.Threads)] = true
+		}
+		warm[w.Warmup.String()] = true
+		dur[w.Duration.String()] = true
+	}
+	s.Load = fmt.Sprintf("%s connections, pipeline %s", joinSet(conns), joinSet(pipes))
+	if len(threads) > 0 {
+		s.Load += fmt.Sprintf(", %s client threads", joinSet(threads))
+	}
+	s.Window = fmt.Sprintf("%s warmup + %s measured", joinSet(warm), joinSet(dur))
+	if c.Plan != nil && c.Plan.Campaign.Repetitions > 0 {
+		s.Window += fmt.Sprintf(", %d repetition%s", c.Plan.Campaign.Repetitions, plural(c.Plan.Campaign.Repetitions))
+	}
+	if c.Plan != nil {
+		sv := c.Plan.Campaign.Server
+		var parts []string
+		if sv.IOThreads > 0 {
+			parts = append(parts, fmt.Sprintf("io-threads %d", sv.IOThreads))
+		}
+		if len(sv.CPUs) > 0 {
+			parts = append(parts, "pinned to CPUs "+sv.CPUs.String())
+		}
+		if sv.MaxMemory != "" {
+			parts = append(parts, "maxmemory "+sv.MaxMemory)
+		}
+		s.Server = strings.Join(parts, ", ")
+	}
+	s.Versions = strings.Join(c.Versions, ", ")
+	return s
+}
+
+// Caption is the setup in two short lines for charts.
+func (s Setup) Caption() []string {
+	l2 := s.Load + "; " + s.Window
+	if s.Server != "" {
+		l2 += "; server " + s.Server
+	}
+	return []string{s.Hosts + "; " + s.Tuning, l2}
+}
+
+func nicOf(h sweeps.HostFacts) string {
+	for _, n := range h.NICs {
+		if n.Name == "lo" || n.Driver == "" {
+			continue
+		}
+		d := n.Name + " " + n.Driver
+		if n.SpeedMbps != nil {
+			d += fmt.Sprintf(" %g Gbps", float64(*n.SpeedMbps)/1000)
+		}
+		return d
+	}
+	return ""
+}
+
+func (c *Campaign) workloads() []lab.Workload {
+	var out []lab.Workload
+	if c.Plan != nil {
+		for _, pc := range c.Plan.Cells {
+			out = append(out, pc.Workload)
+		}
+		return out
+	}
+	for _, r := range c.Run.Sorted() {
+		out = append(out, r.Workload)
+	}
+	return out
+}
+
+func joinSet(m map[string]bool) string {
+	if len(m) == 0 {
+		return "?"
+	}
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return naturalLess(ks[i], ks[j]) })
+	return strings.Join(ks, "/")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,269 @@
+package plots
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+)
+
+//go:embed report.html.tmpl
+var reportTemplate string
+
+// CPUChartDPI is the resolution of the report's CPU charts: a campaign has
+// one per cell, so they are drawn smaller than the headline charts.
+const CPUChartDPI = 72
+
+// ReportOptions tune the report.
+type ReportOptions struct {
+	// Now stamps the report; zero means time.Now. Tests fix it.
+	Now time.Time
+}
+
+type reportFigure struct {
+	Name, Title string
+	Src         template.URL
+	Caption     []string
+	Width       int // CSS pixels
+}
+
+type reportFailure struct {
+	CellID, Reason string
+	Attempts       int
+	History        []sweeps.Attempt
+}
+
+type reportCell struct {
+	CellID, Status, Gbps, P99, Limit, Detail string
+	ClientLimited                            bool
+}
+
+type reportCommand struct {
+	Key, Line string
+}
+
+type reportData struct {
+	Name, Description, Dir, Generated string
+	Setup                             Setup
+	Env                               *sweeps.Environment
+	Tuning                            string
+	Versions                          []reportVersion
+	Size, Soak                        []reportFigure
+	CPU                               []reportCPUGroup
+	Tables                            *TableSet
+	Failures                          []reportFailure
+	Missing                           []string
+	Problems                          []string
+	Cells                             []reportCell
+	Rebuild, Rerun                    []string
+	Bench                             []reportCommand
+}
+
+type reportVersion struct {
+	Segment, Selector, Resolved, Color string
+	Info                               string
+}
+
+type reportCPUGroup struct {
+	Version string
+	Figures []reportFigure
+}
+
+// WriteReport writes one self-contained HTML file: charts inline as PNG
+// data URIs, tables, the environment, failures and gaps, and the commands
+// that reproduce the campaign. It loads nothing from anywhere.
+func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	d := reportData{Name: c.Name, Dir: c.Dir, Generated: opt.Now.UTC().Format("2006-01-02 15:04 UTC"),
+		Setup: c.Setup(), Env: c.Run.Env, Tables: Tables(c), Problems: c.Problems}
+	if c.Plan != nil {
+		d.Description = c.Plan.Campaign.Description
+	}
+	if d.Env != nil && len(d.Env.Tuning) > 0 && string(d.Env.Tuning) != "null" {
+		d.Tuning = string(d.Env.Tuning)
+	}
+	d.Versions = reportVersions(c)
+	cpuByVersion := map[string]*reportCPUGroup{}
+	for _, ch := range Charts(c) {
+		dpi := PNGDPI
+		if ch.Kind == "cpu" {
+			dpi = CPUChartDPI
+		}
+		png, err := DrawDPI(ch, FormatPNG, dpi)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		f := reportFigure{Name: ch.Name, Title: ch.Title, Caption: ch.Caption,
+			Src:   template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png)),
+			Width: int(ch.Width * 96)}
+		switch ch.Kind {
+		case "size":
+			d.Size = append(d.Size, f)
+		case "soak":
+			d.Soak = append(d.Soak, f)
+		case "cpu":
+			v := strings.SplitN(strings.TrimPrefix(ch.Title, "CPU per thread: "), "/", 2)[0]
+			g := cpuByVersion[v]
+			if g == nil {
+				g = &reportCPUGroup{Version: v}
+				cpuByVersion[v] = g
+			}
+			f.Width = int(ch.Width * 72)
+			g.Figures = append(g.Figures, f)
+		}
+	}
+	for _, v := range c.Versions {
+		if g := cpuByVersion[v]; g != nil {
+			d.CPU = append(d.CPU, *g)
+		}
+	}
+	for _, r := range c.Run.Sorted() {
+		rc := reportCell{CellID: r.CellID, Status: string(r.Status), Gbps: "–", P99: "–", ClientLimited: r.ClientLimited}
+		if r.Result != nil {
+			rc.Gbps, rc.P99 = formatGbps(gbpsOf(r.Result)), formatLatency(p99Of(r.Result))
+		}
+		if r.Limit != nil {
+			rc.Limit, rc.Detail = string(r.Limit.Kind), r.Limit.Detail
+		}
+		d.Cells = append(d.Cells, rc)
+		if r.Status != sweeps.StatusDone {
+			d.Failures = append(d.Failures, reportFailure{CellID: r.CellID, Reason: r.Reason, Attempts: r.Attempts, History: r.History})
+		}
+	}
+	if c.Plan != nil {
+		for _, pc := range c.Plan.Cells {
+			if c.Run.Cells[pc.ID] == nil {
+				d.Missing = append(d.Missing, pc.ID)
+			}
+		}
+	}
+	d.Rebuild, d.Rerun, d.Bench = reproduce(c)
+	t, err := template.New("report").Funcs(template.FuncMap{
+		"join": strings.Join,
+		"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	}).Parse(reportTemplate)
+	if err != nil {
+		return fmt.Errorf("report template: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+func reportVersions(c *Campaign) []reportVersion {
+	var out []reportVersion
+	facts := map[string]sweeps.ServerFacts{}
+	if c.Run.Env != nil {
+		for _, s := range c.Run.Env.Servers {
+			facts[s.Segment] = s
+		}
+	}
+	sel := map[string]string{}
+	if c.Plan != nil {
+		for _, v := range c.Plan.Versions {
+			sel[v.Segment] = v.Spec.Selector()
+		}
+	}
+	for i, v := range c.Versions {
+		rv := reportVersion{Segment: v, Selector: sel[v], Color: colorHex(PaletteColor(i))}
+		if f, ok := facts[v]; ok {
+			if rv.Selector == "" {
+				rv.Selector = f.Selector
+			}
+			rv.Resolved = strings.TrimSpace(f.Resolved.Name + " " + f.Resolved.Version)
+			var kv []string
+			for k, x := range f.Info {
+				kv = append(kv, k+"="+x)
+			}
+			sort.Strings(kv)
+			rv.Info = strings.Join(kv, ", ")
+		}
+		out = append(out, rv)
+	}
+	return out
+}
+
+// reproduce gives the commands that rebuild the binary, rerun the whole
+// campaign, and run each distinct cell's load by hand.
+func reproduce(c *Campaign) (rebuild, rerun []string, bench []reportCommand) {
+	if c.Run.Env != nil && c.Run.Env.Linerate.Commit != "" {
+		b := c.Run.Env.Linerate
+		rebuild = append(rebuild, "# in a checkout of github.com/linerate/linerate:",
+			"git checkout "+b.Commit, "make build   # "+b.GoVersion+", as recorded")
+		if b.Modified {
+			rebuild = append(rebuild, "# note: the campaign ran from a tree with uncommitted changes")
+		}
+	} else {
+		rebuild = append(rebuild, "# the environment record names no commit; build the version you trust with: make build")
+	}
+	name := c.Name
+	rerun = append(rerun,
+		fmt.Sprintf("bin/linerate sweep plan %s", filepath.Join(c.Dir, sweeps.CampaignFile)),
+		fmt.Sprintf("bin/linerate sweep run %s --out runs/%s-rerun", filepath.Join(c.Dir, sweeps.CampaignFile), name),
+		fmt.Sprintf("bin/linerate compare %s runs/%s-rerun", c.Dir, name),
+		fmt.Sprintf("bin/linerate plot runs/%s-rerun", name),
+		fmt.Sprintf("bin/linerate report runs/%s-rerun", name))
+	seen := map[string]bool{}
+	var keys []string
+	byKey := map[string]lab.Workload{}
+	add := func(key string, w lab.Workload) {
+		if !seen[key] {
+			seen[key] = true
+			keys = append(keys, key)
+			byKey[key] = w
+		}
+	}
+	if c.Plan != nil {
+		for _, pc := range c.Plan.Cells {
+			add(pc.Key, pc.Workload)
+		}
+	} else {
+		for _, r := range c.Run.Sorted() {
+			add(r.Key, r.Workload)
+		}
+	}
+	for _, k := range keys {
+		w := byKey[k]
+		given := w.Threads
+		w.Host, w.Port = "SERVER", lab.DefaultPort
+		w = w.Resolve()
+		var args []string
+		for i, a := range w.Args() {
+			if i > 0 && w.Args()[i-1] == "-t" && given == 0 {
+				args = args[:len(args)-1] // the client host decides, as in the campaign
+				continue
+			}
+			if a == "SERVER" {
+				a = "$SERVER"
+			}
+			args = append(args, a)
+		}
+		bench = append(bench, reportCommand{Key: k, Line: "bin/linerate bench " + shellJoin(args)})
+	}
+	return rebuild, rerun, bench
+}
+
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " '\"\\*?[]{}()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,190 @@
+package plots
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/linerate/linerate/sweeps"
+)
+
+// Table is one value-size × version table, as in the reference study.
+type Table struct {
+	Group   string // GET, SET, …
+	Heading string // "GET: bandwidth delivered, Gbps"
+	Columns []string
+	Rows    []TableRow
+}
+
+// TableRow is one value size.
+type TableRow struct {
+	Label string
+	Cells []string
+}
+
+// TableSet is a campaign's tables with the notes that explain their marks.
+type TableSet struct {
+	Campaign string
+	Setup    Setup
+	Baseline string // the version marks compare against; "" when no marks
+	Alpha    float64
+	Groups   []TableGroup
+	Notes    []string
+}
+
+// TableGroup is one operation's pair of tables.
+type TableGroup struct {
+	Name        string
+	Description string // "GET-only, 32 connections, pipeline 1"
+	Tables      []Table
+}
+
+// Cell texts for the gaps.
+const (
+	cellMissing = "–"
+	cellFailed  = "failed"
+)
+
+// Tables builds the Gbps and p99 tables of every group, with the marks of
+// sweeps.Compare against the oldest version that has results.
+func Tables(c *Campaign) *TableSet {
+	ts := &TableSet{Campaign: c.Name, Setup: c.Setup(), Alpha: 0.05}
+	marks := map[string]map[[2]string]string{} // metric -> (version, key) -> mark
+	for _, v := range c.Versions {
+		if hasResults(c, v) {
+			ts.Baseline = v
+			break
+		}
+	}
+	if ts.Baseline != "" {
+		for _, m := range []string{MetricGbps, MetricP99} {
+			cmp, err := sweeps.Compare([]*sweeps.Run{c.Run}, sweeps.CompareOptions{Metric: m, Baseline: ts.Baseline, Alpha: ts.Alpha})
+			if err != nil { // one version only: tables without marks
+				continue
+			}
+			marks[m] = map[[2]string]string{}
+			for _, r := range cmp.Rows {
+				marks[m][[2]string{r.B.Label, r.Key}] = r.Mark
+			}
+		}
+	}
+	limited, failed, missing, anyMark := false, false, false, false
+	for _, g := range c.Groups {
+		tg := TableGroup{Name: g.Name, Description: groupDescription(c, g)}
+		for _, m := range []string{MetricGbps, MetricP99} {
+			t := Table{Group: g.Name, Heading: g.Name + ": bandwidth delivered, Gbps"}
+			if m == MetricP99 {
+				t.Heading = g.Name + ": latency, p99"
+			}
+			t.Columns = append(t.Columns, "Value size")
+			for _, s := range g.Series {
+				t.Columns = append(t.Columns, s.Version)
+			}
+			for i, size := range g.Sizes {
+				row := TableRow{Label: sizeLabel(size)}
+				for _, s := range g.Series {
+					p := s.Points[i]
+					var cell string
+					switch {
+					case p.HasValue():
+						v := median(p.values(m))
+						if m == MetricP99 {
+							cell = formatLatency(v)
+						} else {
+							cell = formatGbps(v)
+						}
+						if p.OnlyLimited() {
+							cell += " (c)"
+							limited = true
+						} else if mk := marks[m][[2]string{s.Version, p.Key}]; mk != "" && mk != "n/a" && s.Version != ts.Baseline {
+							cell += " " + mk
+							anyMark = true
+						}
+					case len(p.Failed) > 0:
+						cell = cellFailed
+						failed = true
+					default:
+						cell = cellMissing
+						missing = true
+					}
+					row.Cells = append(row.Cells, cell)
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			tg.Tables = append(tg.Tables, t)
+		}
+		ts.Groups = append(ts.Groups, tg)
+	}
+	ts.Notes = append(ts.Notes, "Each figure is the median over the cell's repetitions; Gbps count value bytes delivered (payload).")
+	if ts.Baseline != "" && len(marks) > 0 {
+		note := fmt.Sprintf("Marks compare each version with %s (Welch's t-test, alpha %g): *** p<0.001, ** p<0.01, * p<%g, ns not significant.", ts.Baseline, ts.Alpha, ts.Alpha)
+		if !anyMark {
+			note += " No cell has two repetitions a side, so no figure is marked."
+		} else {
+			note += " No mark: fewer than two repetitions a side."
+		}
+		ts.Notes = append(ts.Notes, note)
+	}
+	if limited {
+		ts.Notes = append(ts.Notes, "(c): every repetition was client-limited; the figure is the client's ceiling, not the server's.")
+	}
+	if failed {
+		ts.Notes = append(ts.Notes, cellFailed+": every stored attempt failed (reasons in the report).")
+	}
+	if missing {
+		ts.Notes = append(ts.Notes, cellMissing+": not measured (no record in the run directory).")
+	}
+	return ts
+}
+
+func hasResults(c *Campaign, version string) bool {
+	for _, r := range c.Run.Cells {
+		if r.Version.Segment == version && r.Status == sweeps.StatusDone && r.Result != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func groupDescription(c *Campaign, g *Group) string {
+	var op string
+	switch g.Op {
+	case "GET":
+		op = "GET-only"
+	case "SET":
+		op = "SET-only"
+	default:
+		op = "mixed " + strings.TrimPrefix(g.Op, "mix")
+	}
+	s := c.Setup()
+	return fmt.Sprintf("%s, %s; %s.", op, s.Load, s.Window)
+}
+
+// WriteMarkdown prints the tables as Markdown, in the reference study's
+// shape: a heading per operation, value-size rows, version columns.
+func WriteMarkdown(w io.Writer, ts *TableSet) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: detailed results\n\n", ts.Campaign)
+	fmt.Fprintf(&b, "Hosts: %s; %s.\n", ts.Setup.Hosts, ts.Setup.Tuning)
+	if ts.Setup.Server != "" {
+		fmt.Fprintf(&b, "Server: %s.\n", ts.Setup.Server)
+	}
+	b.WriteString("\n")
+	for _, g := range ts.Groups {
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", g.Name, g.Description)
+		for _, t := range g.Tables {
+			fmt.Fprintf(&b, "%s\n\n", t.Heading)
+			b.WriteString("| " + strings.Join(t.Columns, " | ") + " |\n")
+			b.WriteString("|" + strings.Repeat("---|", len(t.Columns)) + "\n")
+			for _, r := range t.Rows {
+				b.WriteString("| " + r.Label + " | " + strings.Join(r.Cells, " | ") + " |\n")
+			}
+			b.WriteString("\n")
+		}
+	}
+	for _, n := range ts.Notes {
+		b.WriteString(n + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

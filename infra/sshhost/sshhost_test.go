@@ -1,0 +1,536 @@
+package sshhost
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/netns"
+	"golang.org/x/crypto/ssh"
+)
+
+const sshPort = "2222"
+
+// need fails in CI and skips elsewhere when the test cannot run here.
+func need(t *testing.T, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI must have it: run .ci/setup as root)", why)
+	}
+	t.Skipf("%s; CI runs this", why)
+}
+
+// lab is a netns pair with a real sshd in each namespace, and a client key
+// both accept. The coordinator's connections start in the client
+// namespace, which reaches both addresses.
+type lab struct {
+	pair       infra.Pair
+	dir        string
+	clientKey  ssh.Signer
+	hostKeys   map[string]ssh.PublicKey // by data address
+	dialFromNS func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func newLab(t *testing.T) *lab {
+	t.Helper()
+	need(t, os.Geteuid() == 0, "network namespaces need root")
+	_, err := os.Stat("/usr/sbin/sshd")
+	need(t, err == nil, "/usr/sbin/sshd missing (Debian openssh-server)")
+	p := &netns.Provider{}
+	t.Cleanup(func() {
+		if err := p.Down(context.Background()); err != nil {
+			t.Errorf("netns down: %v", err)
+		}
+	})
+	pair, err := p.Up(context.Background(), infra.Spec{Campaign: "sshtest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{pair: pair, dir: t.TempDir(), hostKeys: map[string]ssh.PublicKey{}}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	l.clientKey, _ = ssh.NewSignerFromKey(priv)
+	os.WriteFile(filepath.Join(l.dir, "authorized_keys"), ssh.MarshalAuthorizedKey(l.clientKey.PublicKey()), 0o600)
+	// sshd refuses to start without its privilege separation directory.
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli := pair.Client.(*netns.Host)
+	l.dialFromNS = cli.DialContext
+	for _, h := range []infra.Host{pair.Server, pair.Client} {
+		l.startSSHD(t, h.(*netns.Host))
+	}
+	return l
+}
+
+func (l *lab) startSSHD(t *testing.T, h *netns.Host) {
+	t.Helper()
+	dir := filepath.Join(l.dir, h.Name())
+	os.MkdirAll(dir, 0o700)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(dir, "host_ed25519")
+	os.WriteFile(keyPath, pem.EncodeToMemory(blk), 0o600)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	l.hostKeys[h.DataAddr().String()] = signer.PublicKey()
+	cfg := fmt.Sprintf(`Port %s
+ListenAddress %s
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+Subsystem sftp internal-sftp
+LogLevel ERROR
+`, sshPort, h.DataAddr(), keyPath, filepath.Join(dir, "sshd.pid"), filepath.Join(l.dir, "authorized_keys"))
+	cfgPath := filepath.Join(dir, "sshd_config")
+	os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	var log bytes.Buffer
+	// The sshd gets its own mount namespace with an empty directory over
+	// the login directory, so no shell startup file of this machine (a
+	// slow ~/.bashrc) runs with each command; the machine is untouched.
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyHome := filepath.Join(dir, "home")
+	os.MkdirAll(emptyHome, 0o700)
+	cmd := h.Command(context.Background(), "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`, "sshd", emptyHome, home, cfgPath)
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := net.JoinHostPort(h.DataAddr().String(), sshPort)
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := l.dialFromNS(ctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return
+		}
+		if i == 50 {
+			t.Fatalf("sshd on %s did not listen: %v; log: %s", addr, err, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (l *lab) config(h infra.Host, knownHosts string) Config {
+	return Config{
+		Label:      h.Name(),
+		Addr:       net.JoinHostPort(h.DataAddr().String(), sshPort),
+		User:       "root",
+		Signer:     l.clientKey,
+		KnownHosts: knownHosts,
+		Dist:       filepath.Join(l.dir, "dist"),
+		RemoteDir:  filepath.Join(l.dir, "remote-"+h.Name()),
+		Dial:       l.dialFromNS,
+	}
+}
+
+var buildOnce struct {
+	sync.Once
+	dir string
+	err error
+}
+
+// buildLinerate builds the linerate binary the way make dist names it.
+func buildLinerate(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "linerate-dist-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.dir = dir
+		out := filepath.Join(dir, "linerate-linux-"+runtime.GOARCH)
+		cmd := exec.Command("go", "build", "-o", out, "github.com/linerate/linerate/cmd/linerate")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v: %s", err, b)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	return buildOnce.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.dir != "" {
+		os.RemoveAll(buildOnce.dir)
+	}
+	os.Exit(code)
+}
+
+// A short campaign over SSH: upload the binary, run bench on the client
+// host against a redis-server in the server namespace, collect the JSON.
+func TestUploadAndBenchOverSSH(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	dist := buildLinerate(t)
+	os.Symlink(dist, filepath.Join(l.dir, "dist"))
+	p := &Provider{Server: l.config(l.pair.Server, ""), Client: l.config(l.pair.Client, "")}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	pair, err := p.Up(ctx, infra.Spec{Campaign: "sshtest", Dir: l.dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trust on first use: both keys are now pinned, and they are the keys
+	// the sshds really have.
+	known, _ := os.ReadFile(filepath.Join(l.dir, "known_hosts"))
+	for addr, k := range l.hostKeys {
+		want := fmt.Sprintf("[%s]:%s %s", addr, sshPort, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))))
+		if !strings.Contains(string(known), want) {
+			t.Errorf("known_hosts lacks %q:\n%s", want, known)
+		}
+	}
+
+	client := pair.Client.(*Host)
+	f, err := client.Facts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Arch != runtime.GOARCH || f.NICWithAddr(client.DataAddr()) != "lr-cli" {
+		t.Errorf("client facts %+v", f)
+	}
+	bin, err := client.Linerate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(bin, filepath.Join(l.dir, "remote-client")+"/linerate-") {
+		t.Errorf("binary uploaded to %s", bin)
+	}
+	var help bytes.Buffer
+	err = client.Exec(ctx, infra.Command{Argv: []string{bin, "bench", "--help"}, Stdout: &help, Stderr: &help, Timeout: 20 * time.Second})
+	if err != nil || !strings.Contains(help.String(), "Usage: linerate bench") {
+		st, _ := os.Stat(bin)
+		t.Fatalf("remote bench --help: %v\n%s (binary %s: %v)", err, help.String(), bin, st)
+	}
+	// A second host object finds the same build there and does not upload.
+	again, _ := New(l.config(l.pair.Client, filepath.Join(l.dir, "known_hosts")))
+	defer again.Close()
+	if bin2, err := again.Linerate(ctx); err != nil || bin2 != bin || again.uploads != 0 || client.uploads != 1 {
+		t.Errorf("second lookup %s %v, uploads %d/%d", bin2, err, client.uploads, again.uploads)
+	}
+
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		need(t, false, "redis-server missing (Debian redis-server)")
+	}
+	srv := l.pair.Server.(*netns.Host)
+	redis := srv.Command(ctx, "redis-server", "--bind", srv.DataAddr().String(), "--port", "6390",
+		"--save", "", "--appendonly", "no", "--protected-mode", "no")
+	if err := redis.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { redis.Process.Kill(); redis.Wait() })
+	for i := 0; ; i++ {
+		if _, err := pair.Server.Run(ctx, "redis-cli", "-h", srv.DataAddr().String(), "-p", "6390", "ping"); err == nil {
+			break
+		} else if i == 50 {
+			t.Fatalf("redis-server did not answer: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var out bytes.Buffer
+	progress := &infra.TailBuffer{Max: 4096}
+	err = client.Exec(ctx, infra.Command{
+		Argv: []string{bin, "bench", "-h", pair.Server.DataAddr().String(), "-p", "6390",
+			"-s", "256KiB", "-c", "2", "-t", "1", "-n", "8", "-r", "1:1", "--warmup", "0s", "-d", "1s", "--json", "-"},
+		Stdout: &out, Stderr: progress, Timeout: 60 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("remote bench: %v\n%s", err, progress)
+	}
+	var rec struct {
+		Workload map[string]any `json:"workload"`
+		Ops      map[string]struct {
+			Ops uint64 `json:"ops"`
+		} `json:"ops"`
+		Linerate struct {
+			Arch string `json:"arch"`
+		} `json:"linerate"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rec); err != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, out.String())
+	}
+	var ops uint64
+	for _, o := range rec.Ops {
+		ops += o.Ops
+	}
+	if ops == 0 || rec.Linerate.Arch != runtime.GOARCH {
+		t.Errorf("bench record: %d ops, arch %q:\n%.2000s", ops, rec.Linerate.Arch, out.String())
+	}
+	// The remote file arrives back over SFTP too.
+	local := filepath.Join(t.TempDir(), "bin")
+	if err := client.Get(ctx, bin, local); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(local); err != nil || st.Size() < 1<<20 {
+		t.Errorf("fetched binary: %v %v", st, err)
+	}
+}
+
+func TestHostKeyPinning(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	srv := l.pair.Server
+	cases := []struct {
+		name    string
+		known   func(file string) // prepares the file
+		wantErr bool
+	}{
+		{"first use pins", func(string) {}, false},
+		{"pinned key matches", func(f string) {
+			line := fmt.Sprintf("[%s]:%s %s", srv.DataAddr(), sshPort, ssh.MarshalAuthorizedKey(l.hostKeys[srv.DataAddr().String()]))
+			os.WriteFile(f, []byte(line), 0o600)
+		}, false},
+		{"other key pinned is refused", func(f string) {
+			_, other, _ := ed25519.GenerateKey(rand.Reader)
+			s, _ := ssh.NewSignerFromKey(other)
+			line := fmt.Sprintf("[%s]:%s %s", srv.DataAddr(), sshPort, ssh.MarshalAuthorizedKey(s.PublicKey()))
+			os.WriteFile(f, []byte(line), 0o600)
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "known_hosts")
+			tc.known(file)
+			before, _ := os.ReadFile(file)
+			h, err := New(l.config(srv, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			out, err := h.Run(ctx, "echo", "ran")
+			if tc.wantErr {
+				var mm *HostKeyMismatchError
+				if !errors.As(err, &mm) || !strings.Contains(err.Error(), "does not match the pinned key") {
+					t.Fatalf("want a refusal naming the mismatch, got %v", err)
+				}
+				if string(out) == "ran\n" {
+					t.Error("command ran on a host with the wrong key")
+				}
+				if after, _ := os.ReadFile(file); !bytes.Equal(before, after) {
+					t.Error("known_hosts changed after a mismatch")
+				}
+				if h.Dials() != 1 {
+					t.Errorf("a refused host was dialled %d times; a mismatch is not retried", h.Dials())
+				}
+				return
+			}
+			if err != nil || string(out) != "ran\n" {
+				t.Fatalf("run: %q %v", out, err)
+			}
+			after, _ := os.ReadFile(file)
+			if n := strings.Count(string(after), "\n"); n != 1 {
+				t.Errorf("known_hosts has %d lines:\n%s", n, after)
+			}
+		})
+	}
+}
+
+// killingDialer closes every connection it made after a delay, counting
+// dials: the real sshd sees a dropped TCP connection.
+type killingDialer struct {
+	l     *lab
+	after time.Duration
+	mu    sync.Mutex
+	dials int
+	kill  int // how many of the next connections to kill
+}
+
+func (d *killingDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := d.l.dialFromNS(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.dials++
+	kill := d.kill > 0
+	if kill {
+		d.kill--
+	}
+	d.mu.Unlock()
+	if kill {
+		time.AfterFunc(d.after, func() { c.Close() })
+	}
+	return c, nil
+}
+
+func TestDroppedConnection(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	cases := []struct {
+		name      string
+		kills     int
+		wantErr   bool
+		wantDials int
+	}{
+		{"one drop is retried", 1, false, 2},
+		{"a second drop fails", 2, true, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &killingDialer{l: l, after: 700 * time.Millisecond, kill: tc.kills}
+			cfg := l.config(l.pair.Server, filepath.Join(t.TempDir(), "known_hosts"))
+			cfg.Dial = d.dial
+			h, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			start := time.Now()
+			var out bytes.Buffer
+			err = h.Exec(ctx, infra.Command{Argv: []string{"sh", "-c", "sleep 1.5; echo done"}, Stdout: &out, Timeout: 20 * time.Second})
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "connection lost twice") {
+					t.Fatalf("want failure after one retry, got %v", err)
+				}
+			} else if err != nil || out.String() != "done\n" {
+				t.Fatalf("want success after a retry, got %q %v", out.String(), err)
+			}
+			if d.dials != tc.wantDials {
+				t.Errorf("dialled %d times, want %d", d.dials, tc.wantDials)
+			}
+			if time.Since(start) > 15*time.Second {
+				t.Errorf("took %v", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestTimeoutKillsRemoteCommand(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	h, err := New(l.config(l.pair.Server, filepath.Join(t.TempDir(), "known_hosts")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	start := time.Now()
+	err = h.Exec(ctx, infra.Command{Argv: []string{"sleep", "31.25"}, Timeout: 500 * time.Millisecond})
+	if !errors.Is(err, infra.ErrTimeout) {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	if d := time.Since(start); d > 7*time.Second {
+		t.Errorf("timeout took %v", d)
+	}
+	// The remote process is gone.
+	for i := 0; ; i++ {
+		out, _ := exec.Command("pgrep", "-f", "sleep 31.25").Output()
+		if len(bytes.TrimSpace(out)) == 0 {
+			break
+		}
+		if i == 30 {
+			t.Fatalf("remote sleep still running: pids %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Exit codes and standard error come back.
+	_, err = h.Run(ctx, "sh", "-c", "echo 'it broke' >&2; exit 4")
+	var ee *infra.ExitError
+	if !errors.As(err, &ee) || ee.Code != 4 || ee.Tail != "it broke" {
+		t.Errorf("exit 4: %#v", err)
+	}
+	// Arguments survive the remote shell verbatim.
+	args := []string{"a b", "it's", "$HOME", "*", ""}
+	out, err := h.Run(ctx, append([]string{"printf", "[%s]"}, args...)...)
+	if want := "[a b][it's][$HOME][*][]"; err != nil || string(out) != want {
+		t.Errorf("quoting: %q %v, want %q", out, err, want)
+	}
+}
+
+func TestFromSettings(t *testing.T) {
+	cases := []struct {
+		name     string
+		settings map[string]any
+		wantErr  string
+		check    func(*Provider) bool
+	}{
+		{"strings", map[string]any{"server": "ec2-user@10.0.0.1", "client": "ec2-user@10.0.0.2:2200", "key": "/k"},
+			"", func(p *Provider) bool {
+				return p.Server.Addr == "10.0.0.1" && p.Client.Addr == "10.0.0.2:2200" && p.Client.User == "ec2-user" && p.Server.KeyFile == "/k"
+			}},
+		{"mapping", map[string]any{"server": map[string]any{"address": "h1", "user": "u", "key": "/k", "data-address": "172.31.0.1"}, "client": "u@h2", "key": "/k"},
+			"", func(p *Provider) bool { return p.Server.DataAddr.String() == "172.31.0.1" }},
+		{"no user", map[string]any{"server": "10.0.0.1", "client": "u@h", "key": "/k"}, "provider.server: ssh host 10.0.0.1 user: empty", nil},
+		{"no key", map[string]any{"server": "u@h", "client": "u@h"}, "key: no key file given", nil},
+		{"unknown", map[string]any{"server": "u@h", "client": "u@h", "key": "/k", "port": 22}, "provider.port: unknown setting", nil},
+		{"bad data address", map[string]any{"server": map[string]any{"address": "h", "user": "u", "data-address": "x"}, "client": "u@h", "key": "/k"}, "provider.server.data-address", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := FromSettings(tc.settings)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil || !tc.check(p) {
+				t.Fatalf("%+v %v", p, err)
+			}
+		})
+	}
+}
+
+func TestPutGetRoundTrip(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	h, err := New(l.config(l.pair.Server, filepath.Join(t.TempDir(), "known_hosts")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	dir := t.TempDir()
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 300_000) // several SFTP packets
+	src := filepath.Join(dir, "src")
+	os.WriteFile(src, payload, 0o600)
+	remote := filepath.Join(dir, "remote")
+	if err := h.Put(ctx, src, remote, 0o751); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(remote) // the "remote" host shares this file system
+	if err != nil || st.Mode().Perm() != 0o751 || st.Size() != int64(len(payload)) {
+		t.Fatalf("put: %v %v", st, err)
+	}
+	back := filepath.Join(dir, "back")
+	if err := h.Get(ctx, remote, back); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(back); !bytes.Equal(got, payload) {
+		t.Fatalf("round trip changed the file: %d bytes back of %d", len(got), len(payload))
+	}
+	if err := h.Put(ctx, filepath.Join(dir, "missing"), remote, 0o644); err == nil {
+		t.Error("put of a missing file succeeded")
+	}
+}

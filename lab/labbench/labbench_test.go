@@ -7,12 +7,12 @@ package labbench
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +31,6 @@ const (
 	benchThreads = 2
 	benchKeys    = 16 // 16 x 64 MiB fits in memory; the peer's -r draws from the same keys
 	benchWindow  = 4 * time.Second
-	peerLimit    = 30 * time.Second
 )
 
 // measured is one run of either tool.
@@ -90,30 +89,48 @@ func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, pref
 	return measured{gbps: r.Ops[op].Gbps, cpuPerGB: cpu / gb, done: true}
 }
 
-// runPeer runs valkey-benchmark or redis-benchmark for n requests.
-func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64, n int) measured {
+// runPeer runs valkey-benchmark or redis-benchmark for the same window as
+// linerate and reads its own progress line: how many requests it completed
+// and its overall rate. A peer that completes none scores zero.
+func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64) measured {
 	args := []string{"-p", strconv.Itoa(port), "-c", strconv.Itoa(benchConns), "--threads", strconv.Itoa(benchThreads),
-		"-r", strconv.Itoa(benchKeys), "-d", strconv.FormatInt(size, 10), "-n", strconv.Itoa(n),
-		"-t", strings.ToLower(string(op)), "--csv"}
+		"-r", strconv.Itoa(benchKeys), "-d", strconv.FormatInt(size, 10), "-n", "100000000",
+		"-t", strings.ToLower(string(op)), "-q"}
 	cmd := exec.Command(peer, args...)
 	var outb strings.Builder
 	cmd.Stdout = &outb
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	timer := time.AfterFunc(peerLimit, func() { _ = cmd.Process.Kill() })
-	err := cmd.Wait()
-	timer.Stop()
-	if err != nil {
-		return measured{note: fmt.Sprintf("%s did not finish %d requests in %s", filepath.Base(peer), n, peerLimit)}
+	stop := time.AfterFunc(benchWindow, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
+	kill := time.AfterFunc(benchWindow+5*time.Second, func() { _ = cmd.Process.Kill() })
+	_ = cmd.Wait()
+	stop.Stop()
+	kill.Stop()
+	elapsed := time.Since(start)
+	out := outb.String()
+	done := lastMatch(progressDone, out)
+	if done == 0 {
+		return measured{done: true, note: fmt.Sprintf("%s completed no request in %s", filepath.Base(peer), elapsed.Round(time.Second))}
 	}
-	rows, err := csv.NewReader(strings.NewReader(outb.String())).ReadAll()
-	if err != nil || len(rows) < 2 {
-		return measured{note: fmt.Sprintf("%s printed no result: %q", filepath.Base(peer), outb.String())}
-	}
-	rps, _ := strconv.ParseFloat(rows[len(rows)-1][1], 64)
-	gb := float64(n) * float64(size) / 1e9
+	rps := lastMatch(progressRate, out)
+	gb := done * float64(size) / 1e9
 	return measured{gbps: rps * float64(size) * 8 / 1e9, cpuPerGB: cpuSeconds(cmd.ProcessState) / gb, done: true}
+}
+
+var (
+	progressDone = regexp.MustCompile(`\) (\d+) requests`)
+	progressRate = regexp.MustCompile(`overall: ([0-9.]+)\)`)
+)
+
+func lastMatch(re *regexp.Regexp, s string) float64 {
+	m := re.FindAllStringSubmatch(s, -1)
+	if len(m) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(m[len(m)-1][1], 64)
+	return v
 }
 
 func lastLine(s string) string {
@@ -205,11 +222,7 @@ func BenchmarkVersusPeer(b *testing.B) {
 			for round := 0; round < 2; round++ {
 				m := runLinerate(b, bin, srv.Port, op, size, op == lab.OpGet && round == 0)
 				lr = append(lr, m)
-				n := 8
-				if m.done {
-					n = max(n, int(m.gbps*1e9/8/float64(size)*benchWindow.Seconds()))
-				}
-				p := runPeer(b, peer, srv.Port, op, size, n)
+				p := runPeer(b, peer, srv.Port, op, size)
 				pr = append(pr, p)
 				for _, x := range []measured{m, p} {
 					if x.note != "" {
@@ -222,9 +235,12 @@ func BenchmarkVersusPeer(b *testing.B) {
 			pg, pok := median(pr, func(m measured) float64 { return m.gbps })
 			pc, _ := median(pr, func(m measured) float64 { return m.cpuPerGB })
 			gr, cr := "-", "-"
-			if pok && pg > 0 {
+			switch {
+			case pok && pg > 0:
 				gr = fmt.Sprintf("%.2fx", lg/pg)
 				cr = fmt.Sprintf("%.2fx", lc/pc)
+			case pok:
+				gr, cr = "inf", "0x"
 			}
 			fmt.Printf("%-5s %-6s %10.2f %10.2f %7s %12.3f %12.3f %7s  %s\n", op, lab.Size(size), lg, pg, gr, lc, pc, cr, strings.Join(dedupe(notes), "; "))
 		}

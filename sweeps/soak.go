@@ -77,15 +77,15 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 	}
 	cell := run.Cells[s.CellID]
 	if cell == nil {
-		return nil, fmt.Errorf("soak: %s has no cell %s; it has %s", s.Store.Dir, s.CellID, someIDs(run, 5))
+		return nil, fmt.Errorf("%s has no cell %s; it has %s", s.Store.Dir, s.CellID, someIDs(run, 5))
 	}
 	src, err := os.ReadFile(filepath.Join(s.Store.Dir, CampaignFile))
 	if err != nil {
-		return nil, fmt.Errorf("soak: %w", err)
+		return nil, fmt.Errorf("read stored campaign: %w", err)
 	}
 	c, err := ParseCampaign(filepath.Join(s.Store.Dir, CampaignFile), src)
 	if err != nil {
-		return nil, fmt.Errorf("soak: the stored campaign no longer loads: %w", err)
+		return nil, fmt.Errorf("the stored campaign no longer loads: %w", err)
 	}
 	var pv *PlanVersion
 	for _, v := range c.Versions {
@@ -94,7 +94,7 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 		}
 	}
 	if pv == nil {
-		return nil, fmt.Errorf("soak: version %q of %s is not in the stored campaign", cell.Version.Label, s.CellID)
+		return nil, fmt.Errorf("version %q of %s is not in the stored campaign", cell.Version.Label, s.CellID)
 	}
 	w := cell.Workload
 	w.Duration = lab.Duration(s.Duration)
@@ -107,7 +107,7 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 	}
 	srv, err := s.Servers.Start(ctx, *pv, s.Store.LogDir())
 	if err != nil {
-		return nil, fmt.Errorf("soak: start %s: %w", pv.Segment, err)
+		return nil, fmt.Errorf("start %s: %w", pv.Segment, err)
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

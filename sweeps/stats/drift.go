@@ -32,6 +32,7 @@ func (o DriftOptions) withDefaults() DriftOptions {
 const (
 	DriftStable   = "stable"
 	DriftTrend    = "drift" // the last third differs from the first
+	DriftNoisy    = "noisy" // the thirds differ by MinChange or more, but within the noise
 	DriftStep     = "step"  // the level changed at one point
 	DriftTooShort = "too-short"
 )
@@ -73,8 +74,13 @@ func AnalyzeDrift(xs []float64, opt DriftOptions) Drift {
 	d.FirstThird, d.LastThird = Describe(first), Describe(last)
 	d.Change = relChange(d.FirstThird.Mean, d.LastThird.Mean)
 	d.Test, _ = WelchTest(last, first)
-	if math.Abs(d.Change) >= opt.MinChange && d.Test.P < opt.Alpha {
-		d.Verdict = DriftTrend
+	if math.Abs(d.Change) >= opt.MinChange {
+		// A large change that the test cannot tell from noise is not
+		// "stable": the series is too short or too noisy to say.
+		d.Verdict = DriftNoisy
+		if d.Test.P < opt.Alpha {
+			d.Verdict = DriftTrend
+		}
 	}
 
 	// The best split maximises Welch's |t|; prefix sums keep the scan linear

@@ -135,6 +135,7 @@ func TestAnalyzeDrift(t *testing.T) {
 		{"slow ramp down 10%", series(900, func(i int) float64 { return 200 - 20*float64(i)/900 }), DriftTrend, -1},
 		{"ramp under threshold", series(900, func(i int) float64 { return 200 - 2*float64(i)/900 }), DriftStable, -1},
 		{"too short", series(8, func(int) float64 { return 1 }), DriftTooShort, -1},
+		{"big change, few noisy seconds", []float64{5, 3, 6, 4, 5, 6, 2, 5, 4, 3, 4, 4, 6, 3, 2, 3, 5, 2}, DriftNoisy, -1},
 	} {
 		d := AnalyzeDrift(tc.xs, DriftOptions{})
 		if d.Verdict != tc.verdict {

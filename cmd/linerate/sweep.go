@@ -132,6 +132,7 @@ func runSweep(ctx context.Context, args []string) int {
 		return 1
 	}
 	defer st.Close()
+	reapOrphans(ctx, dir)
 	starter, bencher, err := sweepParts(ctx, p)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
@@ -211,6 +212,7 @@ func runSoak(ctx context.Context, args []string) int {
 		return 1
 	}
 	defer st.Close()
+	reapOrphans(ctx, fs.Arg(0))
 	starter, bencher, err := sweepParts(ctx, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
@@ -227,4 +229,13 @@ func runSoak(ctx context.Context, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// reapOrphans stops servers a killed runner of this directory left running.
+func reapOrphans(ctx context.Context, dir string) {
+	if prev, err := sweeps.ReadRun(dir); err == nil {
+		for _, r := range parts.ReapOrphans(ctx, prev) {
+			fmt.Fprintf(os.Stderr, "sweep: stopped %s, left running by a killed runner\n", r)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/linerate/linerate/infra"
@@ -281,4 +282,42 @@ func imageVersion(image string) (infra.Kind, string) {
 	}
 	m := regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`).FindString(tag)
 	return kind, m
+}
+
+// ReapOrphans stops servers a killed runner left behind on this host. The
+// launcher starts servers in their own process group (so an operator's
+// Ctrl-C reaches linerate first), so a SIGKILLed runner's server lives on,
+// holding memory and CPU that would skew the resumed campaign. A server is
+// stopped only when it still answers on its recorded local port with the
+// run_id recorded at its start: a reused PID or port is never touched.
+// Call it with the run directory's lock held.
+func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
+	if run == nil || run.Env == nil {
+		return nil
+	}
+	var reaped []string
+	for _, s := range run.Env.Servers {
+		port, err1 := strconv.Atoi(s.Info["tcp_port"])
+		pid, err2 := strconv.Atoi(s.Info["process_id"])
+		runID := s.Info["run_id"]
+		if err1 != nil || err2 != nil || port <= 0 || pid <= 1 || runID == "" {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ctl, err := lab.DialControl(cctx, lab.Workload{Host: "127.0.0.1", Port: port})
+		if err != nil {
+			cancel()
+			continue
+		}
+		info, err := ctl.Info(cctx, "server")
+		ctl.Close()
+		cancel()
+		if err != nil || info["run_id"] != runID || info["process_id"] != strconv.Itoa(pid) {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			reaped = append(reaped, fmt.Sprintf("%s (pid %d, port %d)", s.Segment, pid, port))
+		}
+	}
+	return reaped
 }

@@ -84,13 +84,23 @@ func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
 		t.Fatalf("after kill: %v %v", err, before.Problems)
 	}
 	// The launcher starts servers in their own process group, so the killed
-	// runner's server outlives it; stop it by the PID its INFO reported.
-	if before.Env != nil {
-		for _, s := range before.Env.Servers {
-			if pid, err := strconv.Atoi(s.Info["process_id"]); err == nil && pid > 1 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+	// runner's server outlives it; ReapOrphans finds it by port and run_id.
+	if before.Env == nil || len(before.Env.Servers) == 0 {
+		t.Fatal("no server facts recorded")
+	}
+	orphan, _ := strconv.Atoi(before.Env.Servers[len(before.Env.Servers)-1].Info["process_id"])
+	if reaped := ReapOrphans(context.Background(), before); len(reaped) != 1 {
+		t.Errorf("reaped %v, want the killed runner's server", reaped)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := syscall.Kill(orphan, 0); err == nil {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", orphan)); !strings.Contains(string(b), ") Z ") {
+			t.Errorf("orphan server %d still alive", orphan)
+			_ = syscall.Kill(orphan, syscall.SIGKILL)
 		}
+	}
+	if reaped := ReapOrphans(context.Background(), before); len(reaped) != 0 {
+		t.Errorf("second reap found %v", reaped)
 	}
 	n := len(before.Cells)
 	if n < 3 || n > 4 {

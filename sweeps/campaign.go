@@ -77,15 +77,17 @@ type ServerSettings struct {
 
 // VersionSpec is one server version: exactly one of Store, Binary, Image.
 type VersionSpec struct {
-	// Label names the version in cell IDs until the real version is known.
-	Label   string            `json:"label"`
-	Store   string            `json:"store,omitempty"`   // store selector, e.g. valkey@9.1
-	Runtime string            `json:"runtime,omitempty"` // store runtime suite, e.g. sid
-	Binary  string            `json:"binary,omitempty"`  // a server binary path
-	Image   string            `json:"image,omitempty"`   // a container image
-	Env     map[string]string `json:"env,omitempty"`     // e.g. MALLOC_CONF
-	Server  ServerSettings    `json:"server"`            // campaign defaults merged with this version's own
-	Line    int               `json:"-"`
+	// Label names the version in cell IDs until the real version is known;
+	// a label given in the file names it always (two builds of one version).
+	Label      string            `json:"label"`
+	LabelGiven bool              `json:"label_given,omitempty"`
+	Store      string            `json:"store,omitempty"`   // store selector, e.g. valkey@9.1
+	Runtime    string            `json:"runtime,omitempty"` // store runtime suite, e.g. sid
+	Binary     string            `json:"binary,omitempty"`  // a server binary path
+	Image      string            `json:"image,omitempty"`   // a container image
+	Env        map[string]string `json:"env,omitempty"`     // e.g. MALLOC_CONF
+	Server     ServerSettings    `json:"server"`            // campaign defaults merged with this version's own
+	Line       int               `json:"-"`
 }
 
 // Selector is how the version was asked for, for messages.
@@ -430,6 +432,7 @@ func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) [
 			},
 			"label": func(n *yaml.Node, p string) {
 				labelNode = n
+				v.LabelGiven = true
 				d.str(n, p, &v.Label)
 				if v.Label != "" && !labelRE.MatchString(v.Label) {
 					d.fail(n, p, "%q: use letters, digits, . @ + - (it is part of every cell ID)", v.Label)

@@ -230,6 +230,17 @@ func TestPlanResolvedIDs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "distinct label") {
 		t.Errorf("two versions resolving alike: %v", err)
 	}
+	// An explicit label names the version even when resolved: two builds of
+	// one version stay apart.
+	c2, err := ParseCampaign("t.yaml", []byte(strings.Replace(goodSpec, "- store: valkey@9.1", "- {store: valkey@9.1, label: mine}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := NewPlan(context.Background(), c2, fakeResolver{
+		"valkey@9.1": {Name: "valkey", Version: "8.1.8"}, "valkey/valkey:8.1.8": {Name: "valkey", Version: "8.1.8"}})
+	if err != nil || p2.Cells[0].ID != "mine/GET/1MiB/r1" || p2.Versions[0].Resolved.Version != "8.1.8" {
+		t.Errorf("labelled: %v %+v", err, p2)
+	}
 	if _, err := NewPlan(context.Background(), c, fakeResolver{}); err == nil || !strings.Contains(err.Error(), "versions[0] valkey@9.1") {
 		t.Errorf("unresolvable: %v", err)
 	}

@@ -211,7 +211,9 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 		pv := PlanVersion{Spec: v, Segment: v.Label}
 		if i < len(resolved) && resolved[i] != nil {
 			pv.Resolved = resolved[i]
-			pv.Segment = resolved[i].Segment()
+			if !v.LabelGiven {
+				pv.Segment = resolved[i].Segment()
+			}
 		}
 		if j, dup := segOwner[pv.Segment]; dup {
 			return nil, SpecErrors{{File: c.File, Line: v.Line, Field: fmt.Sprintf("versions[%d]", i),

@@ -121,6 +121,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		}
 		r.Env.Campaign = r.Plan.Campaign.Name
 		r.Env.SpecHash = r.Plan.SpecHash()
+		r.Env.TuningProfile = r.Plan.Campaign.Tuning
 		if err := r.Store.WriteEnv(r.Env); err != nil {
 			return nil, err
 		}

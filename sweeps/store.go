@@ -90,15 +90,16 @@ type VersionID struct {
 
 // Environment is the run directory's record of where it ran.
 type Environment struct {
-	Schema   string          `json:"schema"`
-	Campaign string          `json:"campaign"`
-	SpecHash string          `json:"spec_hash"`
-	Created  time.Time       `json:"created"`
-	Updated  time.Time       `json:"updated"`
-	Linerate Build           `json:"linerate"`
-	Hosts    []HostFacts     `json:"hosts"`
-	Tuning   json.RawMessage `json:"tuning,omitempty"` // the tuning snapshot, opaque here
-	Servers  []ServerFacts   `json:"servers"`
+	Schema        string          `json:"schema"`
+	Campaign      string          `json:"campaign"`
+	SpecHash      string          `json:"spec_hash"`
+	Created       time.Time       `json:"created"`
+	Updated       time.Time       `json:"updated"`
+	Linerate      Build           `json:"linerate"`
+	Hosts         []HostFacts     `json:"hosts"`
+	TuningProfile string          `json:"tuning_profile,omitempty"` // the campaign's profile name
+	Tuning        json.RawMessage `json:"tuning,omitempty"`         // the tuning snapshot, opaque here
+	Servers       []ServerFacts   `json:"servers"`
 }
 
 // EnvSchema names the layout of Environment.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the helper process for lock and crash tests:
@@ -21,7 +23,14 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("SWEEPS_HELPER") {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		// The runner starts watcher and sampler goroutines per cell; none
+		// may outlive its run.
+		if err := goleak.Find(); code == 0 && err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+		os.Exit(code)
 	case "hold-lock":
 		st, err := OpenStore(os.Getenv("SWEEPS_DIR"))
 		if err != nil {

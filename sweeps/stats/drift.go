@@ -1,6 +1,9 @@
 package stats
 
-import "math"
+import (
+	"encoding/json"
+	"math"
+)
 
 // DriftOptions tune AnalyzeDrift. Zero values take the defaults.
 type DriftOptions struct {
@@ -144,4 +147,31 @@ func relChange(from, to float64) float64 {
 		return math.Inf(1)
 	}
 	return (to - from) / math.Abs(from)
+}
+
+// finite is x, or nil (JSON null) when x is NaN or infinite, as a change
+// from a zero level is.
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// MarshalJSON writes a change from a zero level as null.
+func (d Drift) MarshalJSON() ([]byte, error) {
+	type plain Drift
+	return json.Marshal(struct {
+		plain
+		Change *float64 `json:"change"`
+	}{plain(d), finite(d.Change)})
+}
+
+// MarshalJSON writes a change from a zero level as null.
+func (s Step) MarshalJSON() ([]byte, error) {
+	type plain Step
+	return json.Marshal(struct {
+		plain
+		Change *float64 `json:"change"`
+	}{plain(s), finite(s.Change)})
 }

@@ -3,6 +3,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 )
@@ -82,6 +83,22 @@ type Welch struct {
 	T  float64 `json:"t"`
 	DF float64 `json:"df"`
 	P  float64 `json:"p"` // two-sided
+}
+
+// MarshalJSON writes NaN and ±Inf (no test possible, zero variance) as
+// null, which JSON can carry and encoding/json otherwise refuses.
+func (w Welch) MarshalJSON() ([]byte, error) {
+	f := func(x float64) any {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return x
+	}
+	return json.Marshal(struct {
+		T  any `json:"t"`
+		DF any `json:"df"`
+		P  any `json:"p"`
+	}{f(w.T), f(w.DF), f(w.P)})
 }
 
 // WelchTest compares the means of x and y without assuming equal

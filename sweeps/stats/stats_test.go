@@ -1,7 +1,9 @@
 package stats
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -159,5 +161,27 @@ func TestAnalyzeDriftLong(t *testing.T) {
 	d := AnalyzeDrift(xs, DriftOptions{})
 	if d.Verdict != DriftStep || d.Step.At < 49990 || d.Step.At > 50010 {
 		t.Errorf("day-long step: %s %+v", d.Verdict, d.Step)
+	}
+}
+
+func TestWelchJSON(t *testing.T) {
+	w, _ := WelchTest([]float64{5, 5}, []float64{6, 6}) // t = -Inf
+	b, err := json.Marshal(w)
+	if err != nil || string(b) != `{"t":null,"df":2,"p":0}` {
+		t.Errorf("%s %v", b, err)
+	}
+	d := AnalyzeDrift(make([]float64, 30), DriftOptions{}) // all zeros
+	if _, err := json.Marshal(d); err != nil {
+		t.Errorf("drift of a flat zero series: %v", err)
+	}
+	// Nothing completed in the first third: the change is infinite.
+	xs := make([]float64, 30)
+	for i := 10; i < 30; i++ {
+		xs[i] = 5 + float64(i%2)
+	}
+	d = AnalyzeDrift(xs, DriftOptions{})
+	b, err = json.Marshal(d)
+	if err != nil || !strings.Contains(string(b), `"change":null`) || strings.Count(string(b), `"change"`) != 2 {
+		t.Errorf("%s %v", b, err)
 	}
 }

@@ -215,6 +215,7 @@ func (r *Runner) runBlock(ctx context.Context, b Block, cells []Cell, todo map[i
 		}
 	}
 	defer stop()
+	var startErr error
 	for _, c := range cells {
 		if ctx.Err() != nil {
 			return nil
@@ -226,8 +227,9 @@ func (r *Runner) runBlock(ctx context.Context, b Block, cells []Cell, todo map[i
 			default:
 			}
 		}
-		var startErr error
-		if srv == nil {
+		// A start that failed is not tried again in this block: each try
+		// can take the launcher's whole start timeout.
+		if srv == nil && startErr == nil {
 			srv, startErr = r.Servers.Start(ctx, pv, r.Store.LogDir())
 			if startErr == nil {
 				r.recordServer(ctx, pv, srv)

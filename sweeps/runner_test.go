@@ -199,6 +199,9 @@ func TestRunnerServerStartFails(t *testing.T) {
 	if !strings.Contains(sum.Failed[0].Reason, "server start: binary not found") {
 		t.Errorf("reason %q", sum.Failed[0].Reason)
 	}
+	if n := strings.Count(strings.Join(fs.log, " "), "start A"); n != 1 {
+		t.Errorf("a failing version was started %d times in its block, want 1", n)
+	}
 }
 
 func TestRunnerInterrupt(t *testing.T) {

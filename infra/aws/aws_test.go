@@ -1,0 +1,369 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/aws/awsfake"
+	"github.com/linerate/linerate/infra/netns"
+)
+
+func testConfig(f *awsfake.Fake) Config {
+	return Config{
+		Access: Access{Region: "us-east-1", AccessKeyID: "AKIDFAKEFAKEFAKE", SecretAccessKey: "fake-secret",
+			Endpoint: f.URL, MaxBackoff: 5 * time.Millisecond},
+		InstanceType:   "c8gn.16xlarge",
+		SSHFrom:        netip.MustParsePrefix("203.0.113.7/32"),
+		Poll:           2 * time.Millisecond,
+		RunningTimeout: 500 * time.Millisecond,
+		SSHTimeout:     time.Second,
+		DeleteTimeout:  time.Second,
+	}
+}
+
+// newProvider talks to the fake only; hosts are stand-ins that never
+// connect anywhere.
+func newProvider(t *testing.T, f *awsfake.Fake, edit func(*Config)) *Provider {
+	t.Helper()
+	cfg := testConfig(f)
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitSSH = func(ctx context.Context, addr string) error {
+		if !strings.HasSuffix(addr, ":22") {
+			t.Errorf("waited for SSH on %s", addr)
+		}
+		return nil
+	}
+	p.Connect = func(ctx context.Context, in Instance, key, known string) (infra.Host, error) {
+		return &netns.Host{Label: in.ID, Addr: in.PrivateIP}, nil
+	}
+	return p
+}
+
+func assertNothingLive(t *testing.T, f *awsfake.Fake, when string) {
+	t.Helper()
+	if live := f.Live(); len(live) > 0 {
+		var s []string
+		for _, r := range live {
+			s = append(s, r.Kind+" "+r.ID+" "+r.State)
+		}
+		t.Fatalf("%s: the ledger still holds %d live resources: %s", when, len(live), strings.Join(s, "; "))
+	}
+	if len(f.All()) == 0 && when != "refused" {
+		t.Fatalf("%s: nothing was ever created: the scenario did not reach AWS", when)
+	}
+}
+
+func count(calls []string, action string) int {
+	n := 0
+	for _, c := range calls {
+		if c == action {
+			n++
+		}
+	}
+	return n
+}
+
+func spec(t *testing.T) infra.Spec {
+	return infra.Spec{Campaign: "study-1", Dir: t.TempDir()}
+}
+
+func TestUpDownScenarios(t *testing.T) {
+	cases := []struct {
+		name    string
+		faults  awsfake.Faults
+		edit    func(*testing.T, *Config)
+		wantErr string                                           // Up fails with this; "" = succeeds
+		check   func(t *testing.T, f *awsfake.Fake, p *Provider) // after a successful Up
+	}{
+		{name: "happy path", check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+			calls := f.Calls()
+			if count(calls, "RunInstances") != 1 {
+				t.Errorf("RunInstances called %d times, want one call for both", count(calls, "RunInstances"))
+			}
+			var insts []awsfake.Resource
+			for _, r := range f.All() {
+				switch r.Kind {
+				case "instance":
+					insts = append(insts, r)
+				case "security-group":
+					sort.Strings(r.Rules)
+					want := []string{"-1 from " + r.ID, "tcp:22:22 from 203.0.113.7/32"}
+					if strings.Join(r.Rules, "|") != strings.Join(want, "|") {
+						t.Errorf("security group rules %q, want %q", r.Rules, want)
+					}
+				}
+				if r.Tags[TagCampaign] != "study-1" || r.Tags[TagDeadline] == "" {
+					t.Errorf("%s %s tags %v: want the campaign and the deadline", r.Kind, r.ID, r.Tags)
+				}
+			}
+			if len(insts) != 2 {
+				t.Fatalf("%d instances", len(insts))
+			}
+			for _, in := range insts {
+				if !strings.Contains(in.UserData, "shutdown -h +240") || !strings.Contains(in.UserData, "docker") {
+					t.Errorf("user data lacks the dead-man shutdown or docker:\n%s", in.UserData)
+				}
+				if in.ShutdownBehavior != "terminate" || in.PlacementGroup != "linerate-study-1" || in.ImageID != "ami-0a1b2c3d4e5f60001" {
+					t.Errorf("instance %+v", in)
+				}
+			}
+			if got := p.Instances(); len(got) != 2 || got[0].Index != 0 || !got[0].PrivateIP.IsValid() {
+				t.Errorf("instances %+v", got)
+			}
+		}},
+		{name: "no capacity in the first zone", faults: awsfake.Faults{NoCapacityZones: []string{"us-east-1a"}},
+			check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+				if n := count(f.Calls(), "RunInstances"); n != 2 {
+					t.Errorf("RunInstances %d times, want 2 (one refused zone)", n)
+				}
+				for _, in := range p.Instances() {
+					if in.Zone != "us-east-1b" {
+						t.Errorf("instance %s in %s, want us-east-1b", in.ID, in.Zone)
+					}
+				}
+			}},
+		{name: "no capacity anywhere", faults: awsfake.Faults{NoCapacityZones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
+			wantErr: "no zone had capacity"},
+		{name: "zones given", faults: awsfake.Faults{NoCapacityZones: []string{"us-east-1a"}},
+			edit: func(_ *testing.T, c *Config) { c.Zones = []string{"us-east-1a"} }, wantErr: "us-east-1a (InsufficientInstanceCapacity)"},
+		{name: "throttled", faults: awsfake.Faults{Throttle: map[string]int{"RunInstances": 2, "DescribeInstances": 1, "CreateSecurityGroup": 1}},
+			check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+				if n := count(f.Calls(), "RunInstances"); n != 3 {
+					t.Errorf("RunInstances %d times, want 3 (two throttled)", n)
+				}
+			}},
+		{name: "placement group pending", faults: awsfake.Faults{PlacementPendingPolls: 3},
+			check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+				if n := count(f.Calls(), "DescribePlacementGroups"); n < 4 {
+					t.Errorf("DescribePlacementGroups %d times, want at least 4", n)
+				}
+			}},
+		{name: "instance never runs", faults: awsfake.Faults{NeverRunning: true}, wantErr: "not running after"},
+		{name: "deletes in use once", faults: awsfake.Faults{InUseOnce: map[string]bool{"security-group": true, "placement-group": true, "key-pair": true}}},
+		{name: "imported key", edit: func(t *testing.T, c *Config) {
+			dir := t.TempDir()
+			c.PublicKeyFile = filepath.Join(dir, "lr-test-key.pub")
+			c.PrivateKeyFile = filepath.Join(dir, "lr-test-key")
+			os.WriteFile(c.PublicKeyFile, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFake test\n"), 0o600)
+		}, check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+			if count(f.Calls(), "ImportKeyPair") != 1 || count(f.Calls(), "CreateKeyPair") != 0 {
+				t.Errorf("calls %v: want ImportKeyPair only", f.Calls())
+			}
+		}},
+		{name: "unknown instance type", edit: func(_ *testing.T, c *Config) { c.InstanceType = "x9.huge" }, wantErr: "InvalidInstanceType"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := awsfake.New()
+			defer f.Close()
+			f.Faults = tc.faults
+			p := newProvider(t, f, func(c *Config) {
+				if tc.edit != nil {
+					tc.edit(t, c)
+				}
+			})
+			s := spec(t)
+			pair, err := p.Up(context.Background(), s)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want an error containing %q, got %v", tc.wantErr, err)
+				}
+				if tc.name != "unknown instance type" {
+					assertNothingLive(t, f, "after the failed Up")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("up: %v (calls %v)", err, f.Calls())
+			}
+			if !strings.HasPrefix(pair.Server.DataAddr().String(), "172.31.") || pair.Server.DataAddr() == pair.Client.DataAddr() {
+				t.Errorf("data addresses %v %v", pair.Server.DataAddr(), pair.Client.DataAddr())
+			}
+			if tc.check != nil {
+				tc.check(t, f, p)
+			}
+			if tc.name != "imported key" {
+				if _, err := os.Stat(filepath.Join(s.Dir, "linerate-study-1.pem")); err != nil {
+					t.Errorf("created key's private half not kept: %v", err)
+				}
+			}
+			if err := p.Down(context.Background()); err != nil {
+				t.Fatalf("down: %v", err)
+			}
+			assertNothingLive(t, f, "after Down")
+			if err := p.Down(context.Background()); err != nil {
+				t.Errorf("second Down: %v", err)
+			}
+		})
+	}
+}
+
+// Ctrl-C at each step of Up: Up returns the cancellation and has already
+// torn everything down, including instances whose launch answer was lost.
+func TestCancelHalfwayThroughUp(t *testing.T) {
+	steps := []struct {
+		action string
+		hang   bool // the answer never arrives
+	}{
+		{"DescribeInstanceTypes", false}, {"ssm:GetParameter", false}, {"CreateKeyPair", false},
+		{"CreatePlacementGroup", false}, {"DescribePlacementGroups", false}, {"CreateSecurityGroup", false},
+		{"AuthorizeSecurityGroupIngress", false}, {"RunInstances", false}, {"RunInstances", true},
+		{"DescribeInstances", false},
+	}
+	for _, st := range steps {
+		name := st.action
+		if st.hang {
+			name += " answer lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := awsfake.New()
+			defer f.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			f.OnCall = func(a string) {
+				if a == st.action {
+					cancel()
+				}
+			}
+			if st.hang {
+				f.Faults.HangAfter = map[string]bool{st.action: true}
+			}
+			p := newProvider(t, f, nil)
+			_, err := p.Up(ctx, spec(t))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("want the cancellation, got %v", err)
+			}
+			if st.action == "RunInstances" && count(f.Calls(), "TerminateInstances") == 0 {
+				t.Errorf("instances launched, none terminated: calls %v", f.Calls())
+			}
+			live := f.Live()
+			if len(live) > 0 {
+				t.Fatalf("after a cancelled Up, live: %+v", live)
+			}
+		})
+	}
+}
+
+func TestGC(t *testing.T) {
+	f := awsfake.New()
+	defer f.Close()
+	old := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
+	now := time.Now().UTC().Format(time.RFC3339)
+	add := func(campaign, created string) {
+		tags := map[string]string{TagCampaign: campaign, TagCreated: created}
+		sg := f.Add(awsfake.Resource{Kind: "security-group", Name: "linerate-" + campaign, Tags: tags})
+		f.Add(awsfake.Resource{Kind: "placement-group", Name: "linerate-" + campaign, State: "available", Tags: tags})
+		f.Add(awsfake.Resource{Kind: "key-pair", Name: "linerate-" + campaign, Tags: tags})
+		f.Add(awsfake.Resource{Kind: "instance", State: "running", SecurityGroup: sg.ID, PlacementGroup: "linerate-" + campaign, Tags: tags})
+	}
+	add("crashed", old)
+	add("running", old)
+	add("starting", now)
+	f.Add(awsfake.Resource{Kind: "instance", State: "running", Tags: map[string]string{"owner": "someone else"}})
+	p := newProvider(t, f, nil)
+	alive := func(c string) bool { return c == "running" }
+
+	rep, err := p.GC(context.Background(), alive, 10*time.Minute, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Live()) != 13 {
+		t.Fatalf("dry run removed something: %d live", len(f.Live()))
+	}
+	rep, err = p.GC(context.Background(), alive, 10*time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rep {
+		got[r.Campaign] = r.Action
+		if len(r.Resources) != 4 {
+			t.Errorf("campaign %s: %d resources, want 4", r.Campaign, len(r.Resources))
+		}
+	}
+	if got["crashed"] != "removed" || !strings.HasPrefix(got["running"], "kept") || !strings.HasPrefix(got["starting"], "kept") || len(got) != 3 {
+		t.Errorf("gc report %v", got)
+	}
+	for _, r := range f.Live() {
+		if r.Tags[TagCampaign] == "crashed" {
+			t.Errorf("crashed campaign's %s %s survived gc", r.Kind, r.ID)
+		}
+	}
+	if n := len(f.Live()); n != 9 {
+		t.Errorf("%d live after gc, want 9 (two kept campaigns and the untagged instance)", n)
+	}
+	// Down of a campaign from a fresh process finds it by tag.
+	q := newProvider(t, f, nil).ForCampaign("running")
+	if err := q.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := q.Resources(context.Background(), "running")
+	if err != nil || len(res) != 0 {
+		t.Errorf("after Down of running: %+v %v", res, err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	f := awsfake.New()
+	defer f.Close()
+	base := testConfig(f)
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no endpoint in a test", func(c *Config) { c.Endpoint = "" }, "tests must use the local fake"},
+		{"no region", func(c *Config) { c.Region = "" }, "aws region: empty"},
+		{"no credentials", func(c *Config) { c.AccessKeyID = "" }, "aws credentials"},
+		{"ssh from anywhere", func(c *Config) { c.SSHFrom = netip.MustParsePrefix("0.0.0.0/0") }, "whole internet"},
+		{"no ssh-from", func(c *Config) { c.SSHFrom = netip.Prefix{} }, "aws ssh-from: empty"},
+		{"half a key", func(c *Config) { c.PublicKeyFile = "/k.pub" }, "aws key"},
+		{"short dead-man", func(c *Config) { c.DeadMan = time.Minute }, "aws dead-man"},
+		{"bad type", func(c *Config) { c.InstanceType = "big" }, "aws instance-type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.edit(&c)
+			_, err := New(context.Background(), c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want %q, got %v", tc.want, err)
+			}
+		})
+	}
+	if len(f.Calls()) != 0 {
+		t.Errorf("refused configurations reached the endpoint: %v", f.Calls())
+	}
+	// Up without a campaign directory is refused before any call.
+	p := newProvider(t, f, nil)
+	if _, err := p.Up(context.Background(), infra.Spec{Campaign: "c"}); err == nil {
+		t.Error("up without a directory accepted")
+	}
+	if len(f.Calls()) != 0 {
+		t.Errorf("calls %v", f.Calls())
+	}
+}
+
+func TestUserDataAndParameter(t *testing.T) {
+	ud := UserData(90 * time.Minute)
+	if !strings.HasPrefix(ud, "#!/bin/bash\n") || !strings.Contains(ud, "shutdown -h +90") {
+		t.Errorf("user data:\n%s", ud)
+	}
+	if AMIParameter("arm64") != "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64" {
+		t.Error(AMIParameter("arm64"))
+	}
+}

@@ -2,10 +2,12 @@ package sweeps
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/linerate/linerate/lab"
@@ -74,6 +76,13 @@ func TestCompareVersions(t *testing.T) {
 	}
 	golden(t, "compare_versions.txt", out.Bytes())
 
+	p99, err := Compare([]*Run{run}, CompareOptions{Metric: MetricP99, Baseline: "valkey-9.1.0"})
+	if err != nil || p99.A != "valkey-9.1.0" || p99.Rows[0].A.Stats.Median != 1.5 || p99.Rows[0].Mark != "ns" {
+		t.Errorf("p99 against 9.1: %v %+v", err, p99)
+	}
+	if b, err := json.Marshal(c); err != nil || !strings.Contains(string(b), `"mark":"***"`) {
+		t.Errorf("json: %v %.200s", err, b)
+	}
 	if _, err := Compare([]*Run{run}, CompareOptions{Baseline: "valkey-7.2"}); err == nil {
 		t.Error("unknown baseline accepted")
 	}

@@ -41,7 +41,9 @@ func formatLatency(ms float64) string {
 		return fmt.Sprintf("%.0f ms", ms)
 	case ms >= 1:
 		return fmt.Sprintf("%.2g ms", ms)
-	case ms >= 0.001:
+	case ms >= 0.01:
+		return fmt.Sprintf("%.0f µs", ms*1000)
+	case ms > 0:
 		return fmt.Sprintf("%.2g µs", ms*1000)
 	}
 	return "0"

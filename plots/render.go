@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/linerate/linerate/sweeps"
@@ -20,6 +21,8 @@ const TablesFile = "tables.md"
 type Options struct {
 	Out     string   // output directory; default RUNDIR/charts
 	Formats []string // png, svg; default both
+	// Kinds limits the charts to these kinds (size, soak, cpu); default all.
+	Kinds []string
 }
 
 // Written lists what Render wrote.
@@ -65,7 +68,13 @@ func Render(c *Campaign, opt Options) (*Written, error) {
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create chart directory: %w", err)
 	}
-	out := &Written{Dir: opt.Out, Charts: Charts(c)}
+	out := &Written{Dir: opt.Out}
+	for _, ch := range Charts(c) {
+		if len(opt.Kinds) > 0 && !slices.Contains(opt.Kinds, ch.Kind) {
+			continue
+		}
+		out.Charts = append(out.Charts, ch)
+	}
 	for _, ch := range out.Charts {
 		for _, f := range opt.Formats {
 			b, err := Draw(ch, f)

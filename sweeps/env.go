@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Build identifies the linerate binary that ran a campaign.
@@ -50,6 +51,9 @@ type HostFacts struct {
 	CPUModel string    `json:"cpu_model"`
 	CPUs     int       `json:"cpus"`
 	NICs     []NICFact `json:"nics,omitempty"`
+	// MinorFaultCost is the measured price of one fresh-page fault
+	// (hostmetrics.MeasureFaultCost); it feeds the page-fault limit label.
+	MinorFaultCost time.Duration `json:"minor_fault_cost_ns,omitempty"`
 }
 
 // NICFact is one network interface with its driver, where it has one.

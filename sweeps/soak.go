@@ -66,6 +66,9 @@ type Soak struct {
 	Bench    Bencher
 	Sampler  Sampler
 	Drift    stats.DriftOptions
+	// FaultCost feeds the limit label (see hostmetrics.LimitInput).
+	FaultCost time.Duration
+	LinkGbps  float64
 }
 
 // Run starts the cell's server version, reruns its workload for Duration,
@@ -114,7 +117,7 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 		_ = srv.Stop(sctx)
 		cancel()
 	}()
-	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler}
+	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler, FaultCost: s.FaultCost, LinkGbps: s.LinkGbps}
 	cr := &CellRecord{}
 	r.runCell(ctx, Cell{ID: s.CellID, Workload: w}, srv, cr)
 	rec.Ended = time.Now().UTC()

@@ -138,11 +138,17 @@ func runSweep(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
 		return 1
 	}
+	host := sweeps.LocalHostFacts("/", "server+client")
+	// The page-fault label needs this host's price of a fresh page.
+	if c, err := hostmetrics.MeasureFaultCost(0); err == nil {
+		host.MinorFaultCost = c
+	}
 	r := &sweeps.Runner{
 		Plan: p, Store: st, Servers: starter, Bench: bencher,
 		Sampler:     hostmetrics.FS{Root: "/"},
 		Progress:    sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)),
-		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: []sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}},
+		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: []sweeps.HostFacts{host}},
+		FaultCost:   host.MinorFaultCost,
 		MaxAttempts: *maxAttempts,
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
@@ -219,6 +225,9 @@ func runSoak(ctx context.Context, args []string) int {
 		return 1
 	}
 	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: starter, Bench: bencher, Sampler: hostmetrics.FS{Root: "/"}}
+	if c, err := hostmetrics.MeasureFaultCost(0); err == nil {
+		s.FaultCost = c
+	}
 	rec, err := s.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)

@@ -216,3 +216,16 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+// The real kernel: first touches of fresh pages cost something, and less
+// than a millisecond each.
+func TestMeasureFaultCost(t *testing.T) {
+	c, err := MeasureFaultCost(8 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c <= 0 || c > time.Millisecond {
+		t.Errorf("fault cost %s", c)
+	}
+	t.Logf("minor fault cost here: %s", c)
+}

@@ -367,3 +367,28 @@ func TestUserDataAndParameter(t *testing.T) {
 		t.Error(AMIParameter("arm64"))
 	}
 }
+
+func TestFromSettings(t *testing.T) {
+	study := map[string]any{"instance-type": "c8gn.16xlarge", "count": 2, "placement": "cluster", "os": "al2023",
+		"region": "us-east-1", "zones": []any{"us-east-1a"}, "ssh-from": "203.0.113.7", "dead-man": "2h", "hourly-usd": 3.5}
+	c, err := FromSettings(study)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.InstanceType != "c8gn.16xlarge" || c.SSHFrom.String() != "203.0.113.7/32" || c.DeadMan != 2*time.Hour || c.HourlyUSD != 3.5 || c.Zones[0] != "us-east-1a" {
+		t.Errorf("%+v", c)
+	}
+	for _, tc := range []struct {
+		k    string
+		v    any
+		want string
+	}{
+		{"count", 3, "provider.count"}, {"placement", "spread", "provider.placement"}, {"os", "ubuntu", "provider.os"},
+		{"ssh-from", "me", "provider.ssh-from"}, {"dead-man", "soon", "provider.dead-man"}, {"color", "red", "unknown setting"},
+	} {
+		s := map[string]any{"instance-type": "c8gn.16xlarge", tc.k: tc.v}
+		if _, err := FromSettings(s); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%v: want %q, got %v", tc.k, tc.v, tc.want, err)
+		}
+	}
+}

@@ -274,7 +274,8 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 	if connect == nil {
 		connect = p.sshConnect
 	}
-	known := filepath.Join(s.Dir, "known_hosts")
+	// Keys are pinned per instance: public addresses are recycled, so a
+	// new instance may well have an address some old one had.
 	var hosts []infra.Host
 	for _, in := range insts {
 		wctx, cancel := context.WithTimeout(ctx, p.cfg.SSHTimeout)
@@ -283,7 +284,7 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		if err != nil {
 			return infra.Pair{}, fmt.Errorf("aws up: wait for SSH on %s (%v): %w", in.ID, in.PublicIP, err)
 		}
-		h, err := connect(ctx, in, keyFile, known)
+		h, err := connect(ctx, in, keyFile, filepath.Join(s.Dir, "known_hosts."+in.ID))
 		if err != nil {
 			return infra.Pair{}, fmt.Errorf("aws up: connect to %s: %w", in.ID, err)
 		}

@@ -303,3 +303,35 @@ func contains(s []string, x string) bool {
 	}
 	return false
 }
+
+// A kept pair outlives its process: it is no leftover, is found again by
+// name, refuses a second Up, and goes with Down.
+func TestKeptPair(t *testing.T) {
+	needRoot(t)
+	ctx := context.Background()
+	p := &Provider{Keep: "kept-test"}
+	t.Cleanup(func() { p.Down(ctx) })
+	if _, err := p.Up(ctx, infra.Spec{Campaign: "kept-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Provider{Keep: "kept-test"}).Up(ctx, infra.Spec{Campaign: "kept-test"}); err == nil || !strings.Contains(err.Error(), "already up") {
+		t.Errorf("second Up of a kept pair: %v", err)
+	}
+	if _, err := Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := &Provider{Keep: "kept-test"}
+	pair, err := again.Pair()
+	if err != nil {
+		t.Fatalf("kept pair not found after cleanup: %v", err)
+	}
+	if out, err := pair.Server.Run(ctx, "ip", "-o", "addr", "show", "lr-srv"); err != nil || !strings.Contains(string(out), "198.18.0.1/30") {
+		t.Errorf("kept server: %s %v", out, err)
+	}
+	if err := again.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Pair(); err == nil {
+		t.Error("pair still found after Down")
+	}
+}

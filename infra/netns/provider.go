@@ -62,6 +62,10 @@ func (Local) Down(ctx context.Context) error { return nil }
 // namespaces from a live one's.
 type Provider struct {
 	Binary string // linerate binary; "" is the running executable
+	// Keep names the pair lr-keep-<Keep>-srv/-cli instead of by PID: it
+	// outlives the process that made it (`linerate infra up`) and is
+	// removed only by Down with the same Keep, never as a leftover.
+	Keep string
 
 	mu    sync.Mutex
 	names []string // namespaces created by Up, for Down
@@ -82,7 +86,11 @@ type names struct {
 	serverDev, clientDev string
 }
 
-func newNames() names {
+func newNames(keep string) names {
+	if keep != "" {
+		base := Prefix + "keep-" + keep
+		return names{server: base + "-srv", client: base + "-cli", serverDev: "lr-srv", clientDev: "lr-cli"}
+	}
 	seq.Lock()
 	seq.n++
 	n := seq.n
@@ -104,7 +112,12 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 	if queues == 0 {
 		queues = 1
 	}
-	n := newNames()
+	n := newNames(p.Keep)
+	if p.Keep != "" {
+		if _, err := os.Stat(filepath.Join(RunDir, n.server)); err == nil {
+			return infra.Pair{}, fmt.Errorf("netns up: %s exists: the pair %q is already up (linerate infra down --campaign %s)", n.server, p.Keep, p.Keep)
+		}
+	}
 	defer func() {
 		if err != nil {
 			tctx, cancel := infra.TeardownContext(ctx)
@@ -231,6 +244,10 @@ func (p *Provider) Down(ctx context.Context) error {
 	names := p.names
 	p.names = nil
 	p.mu.Unlock()
+	if p.Keep != "" {
+		n := newNames(p.Keep)
+		names = append(names, n.server, n.client)
+	}
 	var errs []error
 	for _, n := range names {
 		if err := remove(n); err != nil {
@@ -368,4 +385,38 @@ func Cleanup(ctx context.Context) ([]string, error) {
 		done = append(done, l.Name)
 	}
 	return done, errors.Join(errs...)
+}
+
+// Pair returns the hosts of a kept pair that is up (made by another
+// process with the same Keep).
+func (p *Provider) Pair() (infra.Pair, error) {
+	if p.Keep == "" {
+		return infra.Pair{}, errors.New("netns: only a kept pair (Keep set) can be found again")
+	}
+	n := newNames(p.Keep)
+	for _, ns := range []string{n.server, n.client} {
+		if _, err := os.Stat(filepath.Join(RunDir, ns)); err != nil {
+			return infra.Pair{}, fmt.Errorf("netns: pair %q is not up: %w", p.Keep, err)
+		}
+	}
+	return infra.Pair{
+		Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary},
+		Client: &Host{Label: "client", Namespace: n.client, Addr: ClientAddr, Binary: p.Binary},
+	}, nil
+}
+
+// FromSettings reads a campaign's netns provider settings (binary: the
+// linerate binary to run in the namespaces). The queue count comes from
+// the tuning profile through infra.Spec.
+func FromSettings(settings map[string]any) (*Provider, error) {
+	p := &Provider{}
+	for k, v := range settings {
+		switch k {
+		case "binary":
+			p.Binary = fmt.Sprint(v)
+		default:
+			return nil, fmt.Errorf("provider.%s: unknown setting for netns (accepted: binary)", k)
+		}
+	}
+	return p, nil
 }

@@ -328,8 +328,8 @@ func Leftovers() ([]Leftover, error) {
 	return out, nil
 }
 
-// Owned lists the namespaces this provider's naming gives to live
-// processes, for status.
+// Owned lists every namespace named by this provider (lr-…), live or
+// leftover, for status.
 func Owned() ([]string, error) {
 	ents, err := os.ReadDir(RunDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -340,7 +340,7 @@ func Owned() ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if _, ok := ownerPID(e.Name()); ok {
+		if strings.HasPrefix(e.Name(), Prefix) {
 			out = append(out, e.Name())
 		}
 	}

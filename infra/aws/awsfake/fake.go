@@ -627,7 +627,9 @@ func (f *Fake) advance(r *Resource) {
 	case "pending":
 		if !f.Faults.NeverRunning && r.polls >= 2 {
 			r.State = "running"
-			r.PublicIP = fmt.Sprintf("198.19.1.%d", 10+f.seq%200)
+			// Loopback: nothing that follows an answer of the fake can leave
+			// this machine (a real SSH wait dials the public address).
+			r.PublicIP = fmt.Sprintf("127.1.0.%d", 10+f.seq%200)
 			r.PrivateIP = fmt.Sprintf("172.31.0.%d", 10+r.LaunchIndex)
 			f.seq++
 		}

@@ -1,0 +1,471 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/aws"
+	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/infra/sshhost"
+)
+
+func init() {
+	register(command{name: "infra", summary: "bring a host pair up or down (local, netns, ssh, aws); gc leftovers", run: runInfra})
+}
+
+const infraUsage = `Usage: linerate infra <up|down|status|gc> [flags]
+
+Brings up the pair of hosts a campaign runs on (a server host and a client
+host) and takes it down. Providers:
+  local  both roles on this host, over loopback
+  netns  two network namespaces joined by a veth pair, 198.18.0.1 <-> 198.18.0.2 (root)
+  ssh    two hosts you already have; host keys pinned in <dir>/known_hosts
+  aws    two EC2 instances in one cluster placement group (costs money: the
+         hourly price is shown and confirmed first; a dead-man shutdown ends
+         a forgotten pair)
+The pair stays up until "infra down"; "infra gc" removes what crashed runs
+left behind (netns namespaces of dead processes; AWS resources tagged by
+linerate whose campaign is neither running nor kept up with "infra up").
+
+Examples:
+  sudo linerate infra up --provider netns --campaign local --queues 2
+  linerate infra status --campaign local
+  sudo linerate infra down --campaign local
+  linerate infra up --provider ssh --campaign lab --server ec2-user@10.0.0.1 \
+      --client ec2-user@10.0.0.2 --key ~/.ssh/lab
+  linerate infra up --provider aws --campaign study --instance-type c8gn.16xlarge \
+      --region us-east-1 --profile lab --ssh-from 203.0.113.7/32 --hourly-usd 3.5
+  linerate infra gc --region us-east-1 --profile lab --dry-run
+
+State of a pair that is up: <dir>/infra.json (default dir runs/<campaign>).
+
+Flags:
+`
+
+// infraState is what "infra up" leaves for "infra down" and "status": no
+// secrets, only where to look.
+type infraState struct {
+	Kind     string    `json:"kind"`
+	Campaign string    `json:"campaign"`
+	Region   string    `json:"region,omitempty"`
+	Profile  string    `json:"profile,omitempty"`
+	KeysEnv  bool      `json:"access_keys_from_env,omitempty"`
+	Endpoint string    `json:"endpoint,omitempty"`
+	Server   string    `json:"server,omitempty"`
+	Client   string    `json:"client,omitempty"`
+	Started  time.Time `json:"started"`
+}
+
+const infraStateFile = "infra.json"
+
+type infraFlags struct {
+	provider, campaign, dir string
+	queues                  int
+	// ssh
+	server, client, key, dist string
+	// aws
+	instanceType, region, profile, zones, sshFrom, pubKey, privKey, endpoint string
+	keysEnv, yes, dryRun                                                     bool
+	deadMan, minAge, sshTimeout                                              time.Duration
+	hourly                                                                   float64
+	runs                                                                     string
+}
+
+func runInfra(ctx context.Context, args []string) int {
+	fs := pflag.NewFlagSet("infra", pflag.ContinueOnError)
+	fs.SortFlags = false
+	var f infraFlags
+	fs.StringVar(&f.provider, "provider", "", "up: local, netns, ssh or aws")
+	fs.StringVar(&f.campaign, "campaign", "", "campaign ID: names and tags everything created")
+	fs.StringVar(&f.dir, "dir", "", "campaign directory for state, keys and known_hosts (default runs/<campaign>)")
+	fs.IntVar(&f.queues, "queues", 0, "netns: rx and tx queues of each veth end (default 1)")
+	fs.StringVar(&f.server, "server", "", "ssh: the server host, user@host[:port]")
+	fs.StringVar(&f.client, "client", "", "ssh: the client host, user@host[:port]")
+	fs.StringVar(&f.key, "key", "", "ssh: private key file for both hosts")
+	fs.StringVar(&f.dist, "dist", "dist", "ssh, aws: directory with linerate-linux-amd64/arm64 (make dist)")
+	fs.StringVar(&f.instanceType, "instance-type", "", "aws: instance type of both hosts, e.g. c8gn.16xlarge")
+	fs.StringVar(&f.region, "region", "", "aws: region (required; never guessed)")
+	fs.StringVar(&f.profile, "profile", "", "aws: shared-config profile with the credentials")
+	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws: take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment instead of a profile")
+	fs.StringVar(&f.zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region)")
+	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws: the only address admitted to SSH, e.g. 203.0.113.7/32 (yours)")
+	fs.StringVar(&f.pubKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")
+	fs.StringVar(&f.privKey, "private-key", "", "aws: private half of --public-key")
+	fs.DurationVar(&f.deadMan, "dead-man", 4*time.Hour, "aws: instances shut down (and terminate) this long after boot, whatever happens")
+	fs.Float64Var(&f.hourly, "hourly-usd", 0, "aws: on-demand price of one instance per hour, for the cost prompt")
+	fs.BoolVar(&f.yes, "yes", false, "aws: launch without asking")
+	fs.DurationVar(&f.sshTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
+	fs.StringVar(&f.endpoint, "endpoint", "", "aws: endpoint URL instead of AWS's (a local fake, for testing)")
+	fs.StringVar(&f.runs, "runs", "runs", "gc: directory of campaign directories (a campaign whose lock is held is live)")
+	fs.DurationVar(&f.minAge, "min-age", 10*time.Minute, "gc: keep resources younger than this (a campaign may be starting)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "gc: only list what would be removed")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, infraUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "linerate infra: %v (see linerate infra --help)\n", err)
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "linerate infra: want one of up, down, status, gc (see linerate infra --help)")
+		return 2
+	}
+	if f.dir == "" && f.campaign != "" {
+		f.dir = filepath.Join("runs", f.campaign)
+	}
+	switch fs.Arg(0) {
+	case "up":
+		return infraUp(ctx, f)
+	case "down":
+		return infraDown(ctx, f)
+	case "status":
+		return infraStatus(ctx, f)
+	case "gc":
+		return infraGC(ctx, f)
+	}
+	fmt.Fprintf(os.Stderr, "linerate infra: unknown action %q: want up, down, status or gc\n", fs.Arg(0))
+	return 2
+}
+
+func usageErr(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "linerate infra: "+format+"\n", args...)
+	return 2
+}
+
+func (f infraFlags) access() aws.Access {
+	a := aws.Access{Region: f.region, Profile: f.profile, Endpoint: f.endpoint}
+	if f.keysEnv {
+		a.AccessKeyID, a.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	}
+	return a
+}
+
+func infraUp(ctx context.Context, f infraFlags) int {
+	if f.campaign == "" {
+		return usageErr("up: --campaign is required")
+	}
+	spec := infra.Spec{Campaign: f.campaign, Dir: f.dir, Queues: f.queues}
+	if err := spec.Validate(); err != nil {
+		return usageErr("up: --%s", strings.TrimPrefix(err.Error(), "spec "))
+	}
+	st := infraState{Kind: f.provider, Campaign: f.campaign, Started: time.Now().UTC()}
+	var p infra.Provider
+	switch f.provider {
+	case "local":
+		p = netns.Local{}
+	case "netns":
+		p = &netns.Provider{Keep: f.campaign}
+	case "ssh":
+		if f.server == "" || f.client == "" || f.key == "" {
+			return usageErr("up: the ssh provider needs --server, --client and --key")
+		}
+		sp, err := sshhost.FromSettings(map[string]any{"server": f.server, "client": f.client, "key": f.key, "dist": f.dist})
+		if err != nil {
+			return usageErr("up: %v", err)
+		}
+		p, st.Server, st.Client = sp, f.server, f.client
+	case "aws":
+		cfg := aws.Config{Access: f.access(), InstanceType: f.instanceType, PublicKeyFile: f.pubKey,
+			PrivateKeyFile: f.privKey, DeadMan: f.deadMan, HourlyUSD: f.hourly, Dist: f.dist, SSHTimeout: f.sshTimeout}
+		if f.zones != "" {
+			cfg.Zones = strings.Split(f.zones, ",")
+		}
+		if f.sshFrom != "" {
+			pfx, err := netip.ParsePrefix(f.sshFrom)
+			if err != nil {
+				return usageErr("up: --ssh-from %q: want a CIDR such as 203.0.113.7/32", f.sshFrom)
+			}
+			cfg.SSHFrom = pfx
+		}
+		if err := cfg.Validate(); err != nil {
+			return usageErr("up: %v", err)
+		}
+		if !confirmCost(cfg, f.yes, os.Stdin, os.Stderr) {
+			fmt.Fprintln(os.Stderr, "linerate infra: not launched")
+			return 1
+		}
+		ap, err := aws.New(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
+			return 1
+		}
+		ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		p = ap
+		st.Region, st.Profile, st.KeysEnv, st.Endpoint = f.region, f.profile, f.keysEnv, f.endpoint
+	case "":
+		return usageErr("up: --provider is required (local, netns, ssh or aws)")
+	default:
+		return usageErr("up: --provider %q: want local, netns, ssh or aws", f.provider)
+	}
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
+		return 1
+	}
+	// State first: a crash during Up still leaves "infra down" something to
+	// read.
+	if err := writeState(f.dir, st); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
+		return 1
+	}
+	pair, err := p.Up(ctx, spec)
+	if err != nil {
+		// Providers tear down what they made before returning an error.
+		os.Remove(filepath.Join(f.dir, infraStateFile))
+		fmt.Fprintf(os.Stderr, "linerate infra: up: %v\n", err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 1
+	}
+	fmt.Printf("%s pair up for campaign %s\n", p.Kind(), f.campaign)
+	for _, h := range []infra.Host{pair.Server, pair.Client} {
+		fmt.Printf("  %-8s %-16s %s\n", h.Name(), h.DataAddr(), describeHost(h))
+		h.Close()
+	}
+	if f.provider == "local" || f.provider == "ssh" {
+		// Nothing was created; no state to keep beyond the record.
+		fmt.Println("(nothing to take down for this provider; infra down only forgets it)")
+	}
+	return 0
+}
+
+func describeHost(h infra.Host) string {
+	if n, ok := h.(*netns.Host); ok && n.Namespace != "" {
+		return "ip netns exec " + n.Namespace + " …"
+	}
+	return ""
+}
+
+// confirmCost prints the pair's hourly price and asks; --yes skips asking.
+func confirmCost(cfg aws.Config, yes bool, in io.Reader, out io.Writer) bool {
+	price := "unknown (pass --hourly-usd with the on-demand price of one instance)"
+	if cfg.HourlyUSD > 0 {
+		price = fmt.Sprintf("$%.2f per hour for the pair (2 × $%.4f)", 2*cfg.HourlyUSD, cfg.HourlyUSD)
+	}
+	dm := cfg.DeadMan
+	if dm == 0 {
+		dm = 4 * time.Hour
+	}
+	fmt.Fprintf(out, "About to launch 2 × %s in %s: %s.\nThey shut down by themselves after %v; \"linerate infra down --campaign …\" ends them sooner.\n",
+		cfg.InstanceType, cfg.Region, price, dm)
+	if yes {
+		return true
+	}
+	fmt.Fprint(out, "Launch? [y/N] ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func writeState(dir string, st infraState) error {
+	b, _ := json.MarshalIndent(st, "", "  ")
+	tmp := filepath.Join(dir, infraStateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, infraStateFile))
+}
+
+func readState(dir string) (infraState, error) {
+	var st infraState
+	b, err := os.ReadFile(filepath.Join(dir, infraStateFile))
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", filepath.Join(dir, infraStateFile), err)
+	}
+	return st, nil
+}
+
+// stateAccess is the AWS access a state file names, with keys from the
+// environment when it says so.
+func stateAccess(st infraState) aws.Access {
+	a := aws.Access{Region: st.Region, Profile: st.Profile, Endpoint: st.Endpoint}
+	if st.KeysEnv {
+		a.AccessKeyID, a.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	}
+	return a
+}
+
+func infraDown(ctx context.Context, f infraFlags) int {
+	if f.campaign == "" {
+		return usageErr("down: --campaign is required")
+	}
+	st, err := readState(f.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "linerate infra: down: no %s in %s: nothing is up for campaign %s (infra gc finds leftovers)\n", infraStateFile, f.dir, f.campaign)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: down: %v\n", err)
+		return 1
+	}
+	// Down runs to the end even after Ctrl-C, within its own time limit.
+	dctx, cancel := infra.TeardownContext(ctx)
+	defer cancel()
+	var p infra.Provider
+	switch st.Kind {
+	case "netns":
+		p = &netns.Provider{Keep: st.Campaign}
+	case "aws":
+		ap, err := aws.New(dctx, aws.Config{Access: stateAccess(st), InstanceType: "unused.down", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: down: %v\n", err)
+			return 1
+		}
+		ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		p = ap.ForCampaign(st.Campaign)
+	}
+	if p != nil {
+		if err := p.Down(dctx); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: down: %v\n", err)
+			return 1
+		}
+	}
+	os.Remove(filepath.Join(f.dir, infraStateFile))
+	fmt.Printf("%s pair of campaign %s is down\n", st.Kind, st.Campaign)
+	return 0
+}
+
+func infraStatus(ctx context.Context, f infraFlags) int {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	if f.campaign != "" {
+		st, err := readState(f.dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(tw, "campaign %s: no pair up (no %s in %s)\n", f.campaign, infraStateFile, f.dir)
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "linerate infra: status: %v\n", err)
+			return 1
+		default:
+			fmt.Fprintf(tw, "campaign %s: %s pair up since %s\n", st.Campaign, st.Kind, st.Started.Format(time.RFC3339))
+			if st.Kind == "aws" && f.region == "" {
+				f.region, f.profile, f.keysEnv, f.endpoint = st.Region, st.Profile, st.KeysEnv, st.Endpoint
+			}
+		}
+	}
+	if names, err := netns.Owned(); err == nil && len(names) > 0 {
+		left, _ := netns.Leftovers()
+		dead := map[string]bool{}
+		for _, l := range left {
+			dead[l.Name] = true
+		}
+		fmt.Fprintln(tw, "\nnetns namespaces\tstate")
+		for _, n := range names {
+			s := "in use"
+			if dead[n] {
+				s = "leftover (its process is gone)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", n, s)
+		}
+	}
+	if f.region != "" {
+		ap, err := aws.New(ctx, aws.Config{Access: f.access(), InstanceType: "unused.status", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: status: %v\n", err)
+			return 1
+		}
+		res, err := ap.Resources(ctx, f.campaign)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: status: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(tw, "\naws %s\tkind\tid\tname\tstate\tdead-man at\n", f.region)
+		for _, r := range res {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Campaign, r.Kind, r.ID, r.Name, r.State, r.Deadline.Format(time.RFC3339))
+		}
+		if len(res) == 0 {
+			fmt.Fprintln(tw, "(nothing tagged by linerate)")
+		}
+	}
+	return 0
+}
+
+// campaignLive: a campaign runs (its lock is held, as the sweep runner
+// holds it) or was brought up on purpose (its infra.json exists).
+func campaignLive(runs string) func(string) bool {
+	return func(c string) bool {
+		dir := filepath.Join(runs, c)
+		if _, err := os.Stat(filepath.Join(dir, infraStateFile)); err == nil {
+			return true
+		}
+		fh, err := os.Open(filepath.Join(dir, "lock"))
+		if err != nil {
+			return false
+		}
+		defer fh.Close()
+		err = syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+			return false
+		}
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+}
+
+func infraGC(ctx context.Context, f infraFlags) int {
+	dctx, cancel := infra.TeardownContext(ctx)
+	defer cancel()
+	rc := 0
+	left, err := netns.Leftovers()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
+		rc = 1
+	}
+	for _, l := range left {
+		fmt.Printf("netns %s (process %d gone): ", l.Name, l.PID)
+		if f.dryRun {
+			fmt.Println("would remove")
+		}
+	}
+	if !f.dryRun && len(left) > 0 {
+		done, err := netns.Cleanup(dctx)
+		fmt.Printf("removed %d\n", len(done))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
+			rc = 1
+		}
+	}
+	if f.region == "" {
+		fmt.Println("aws: skipped (give --region and --profile to collect AWS leftovers)")
+		return rc
+	}
+	ap, err := aws.New(dctx, aws.Config{Access: f.access(), InstanceType: "unused.gc", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
+		return 1
+	}
+	ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	reps, err := ap.GC(dctx, campaignLive(f.runs), f.minAge, f.dryRun)
+	for _, r := range reps {
+		fmt.Printf("aws campaign %s (%d resources): %s\n", r.Campaign, len(r.Resources), r.Action)
+	}
+	if len(reps) == 0 {
+		fmt.Println("aws: nothing tagged by linerate")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
+		return 1
+	}
+	return rc
+}

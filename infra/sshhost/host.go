@@ -496,7 +496,7 @@ func (h *Host) Linerate(ctx context.Context) (string, error) {
 		}
 	}
 	local := filepath.Join(h.cfg.Dist, "linerate-linux-"+h.arch)
-	sum, size, err := fileSHA256(local)
+	sum, err := fileSHA256(local)
 	if err != nil {
 		return "", fmt.Errorf("linerate binary for %s (%s): %w (build it with make dist)", h.Name(), h.arch, err)
 	}
@@ -527,23 +527,21 @@ func (h *Host) Linerate(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("linerate binary for %s: %w", h.Name(), err)
 	}
 	h.uploads++
-	_ = size
 	h.binPath = remote
 	return remote, nil
 }
 
-func fileSHA256(p string) (string, int64, error) {
+func fileSHA256(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
 	defer f.Close()
 	d := sha256.New()
-	n, err := io.Copy(d, f)
-	if err != nil {
-		return "", 0, err
+	if _, err := io.Copy(d, f); err != nil {
+		return "", err
 	}
-	return hex.EncodeToString(d.Sum(nil)), n, nil
+	return hex.EncodeToString(d.Sum(nil)), nil
 }
 
 // pidLine reads the PID the remote shell prints first, then passes the

@@ -7,10 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -110,13 +112,6 @@ func (c *cdp) call(ctx context.Context, session, method string, params any, out 
 // errors and no network request, every chart image must decode with a
 // non-zero natural size, and a screenshot is taken.
 func TestReportInChromium(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("chromium is not installed; .ci/setup installs Debian's chromium package: %v", err)
-		}
-		t.Skip("chromium not installed (make setup installs it); in CI this test fails instead")
-	}
 	html := fixtureReport(t)
 	tmp := t.TempDir()
 	page := filepath.Join(tmp, "report.html")
@@ -125,78 +120,10 @@ func TestReportInChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-
-	// fd 3: the browser reads our commands; fd 4: it writes to us.
-	cmdR, cmdW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--user-data-dir="+filepath.Join(tmp, "profile"),
-		"--remote-debugging-pipe", "about:blank")
-	cmd.ExtraFiles = []*os.File{cmdR, outW}
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cmdR.Close()
-	outW.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmdW.Close() // the browser exits when its pipe closes
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		outR.Close()
-		if t.Failed() {
-			t.Logf("chromium stderr:\n%s", tail(stderr.String(), 3000))
-		}
-	}()
-	c := newCDP(cmdW, outR)
-
-	var created struct{ TargetID string }
-	if err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &created); err != nil {
-		t.Fatal(err)
-	}
-	var attached struct{ SessionID string }
-	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": created.TargetID, "flatten": true}, &attached); err != nil {
-		t.Fatal(err)
-	}
-	s := attached.SessionID
-	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable", "Network.enable"} {
-		if err := c.call(ctx, s, m, map[string]any{}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.call(ctx, s, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 1600, "deviceScaleFactor": 1, "mobile": false}, nil); err != nil {
-		t.Fatal(err)
-	}
-	url := "file://" + page
-	var nav struct{ ErrorText string }
-	if err := c.call(ctx, s, "Page.navigate", map[string]any{"url": url}, &nav); err != nil {
-		t.Fatal(err)
-	}
-	if nav.ErrorText != "" {
-		t.Fatalf("navigate %s: %s", url, nav.ErrorText)
-	}
-
+	c, s := browser(t, ctx, 1280, 1600, 1)
 	var problems []string
-	loaded := false
 	watch := func(m cdpMsg) {
 		switch m.Method {
-		case "Page.loadEventFired":
-			loaded = true
 		case "Runtime.exceptionThrown":
 			problems = append(problems, "exception: "+string(m.Params))
 		case "Runtime.consoleAPICalled":
@@ -221,14 +148,7 @@ func TestReportInChromium(t *testing.T) {
 			}
 		}
 	}
-	for !loaded {
-		select {
-		case m := <-c.events:
-			watch(m)
-		case <-ctx.Done():
-			t.Fatalf("the report did not load: %v", ctx.Err())
-		}
-	}
+	open(t, ctx, c, s, page, watch)
 
 	// Open every <details> so every chart is laid out, then wait for each
 	// image to decode; report each image's natural size.
@@ -279,14 +199,7 @@ func TestReportInChromium(t *testing.T) {
 		t.Errorf("title %q, %d tables", got.Title, got.Tables)
 	}
 
-	var shot struct{ Data string }
-	if err := c.call(ctx, s, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot); err != nil {
-		t.Fatal(err)
-	}
-	img, err := base64.StdEncoding.DecodeString(shot.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := screenshot(t, ctx, c, s)
 	cfg, err := png.DecodeConfig(bytes.NewReader(img))
 	if err != nil || cfg.Width != 1280 || cfg.Height != 1600 {
 		t.Errorf("screenshot: %v, %dx%d, want 1280x1600", err, cfg.Width, cfg.Height)
@@ -314,9 +227,240 @@ func TestReportInChromium(t *testing.T) {
 	_ = c.call(ctx, "", "Browser.close", map[string]any{}, nil)
 }
 
+// browser starts headless Chromium with a DevTools pipe and one page
+// session with Runtime, Log, Page and Network enabled. It is stopped when
+// the test ends.
+func browser(t *testing.T, ctx context.Context, width, height int, scale float64) (*cdp, string) {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("chromium is not installed; .ci/setup installs Debian's chromium package: %v", err)
+		}
+		t.Skip("chromium not installed (make setup installs it); in CI this test fails instead")
+	}
+	tmp := t.TempDir()
+	// fd 3: the browser reads our commands; fd 4: it writes to us.
+	cmdR, cmdW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--user-data-dir="+filepath.Join(tmp, "profile"),
+		"--remote-debugging-pipe", "about:blank")
+	cmd.ExtraFiles = []*os.File{cmdR, outW}
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmdR.Close()
+	outW.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmdW.Close() // the browser exits when its pipe closes
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		outR.Close()
+		if t.Failed() {
+			t.Logf("chromium stderr:\n%s", tail(stderr.String(), 3000))
+		}
+	})
+	c := newCDP(cmdW, outR)
+	var created struct{ TargetID string }
+	if err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &created); err != nil {
+		t.Fatal(err)
+	}
+	var attached struct{ SessionID string }
+	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": created.TargetID, "flatten": true}, &attached); err != nil {
+		t.Fatal(err)
+	}
+	s := attached.SessionID
+	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable", "Network.enable"} {
+		if err := c.call(ctx, s, m, map[string]any{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.call(ctx, s, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": scale, "mobile": false}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
+
+// open navigates to a file and waits for its load event, passing every
+// event to watch.
+func open(t *testing.T, ctx context.Context, c *cdp, s, path string, watch func(cdpMsg)) {
+	t.Helper()
+	url := "file://" + path
+	var nav struct{ ErrorText string }
+	if err := c.call(ctx, s, "Page.navigate", map[string]any{"url": url}, &nav); err != nil {
+		t.Fatal(err)
+	}
+	if nav.ErrorText != "" {
+		t.Fatalf("navigate %s: %s", url, nav.ErrorText)
+	}
+	for {
+		select {
+		case m := <-c.events:
+			if watch != nil {
+				watch(m)
+			}
+			if m.Method == "Page.loadEventFired" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s did not load: %v", url, ctx.Err())
+		}
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, c *cdp, s string) []byte {
+	t.Helper()
+	var shot struct{ Data string }
+	if err := c.call(ctx, s, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot); err != nil {
+		t.Fatal(err)
+	}
+	img, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// TestSVGRendersLikePNG renders a chart's SVG in Chromium at the PNG's
+// pixel size and compares it with our PNG. The SVG's font family is
+// renamed first, so the only way to get Liberation's glyphs is the font
+// embedded in the file; a control with the embedded font removed (the
+// browser falls back to another font) must compare clearly worse.
+func TestSVGRendersLikePNG(t *testing.T) {
+	c := load(t, fixtureRun(t))
+	var ch *Chart
+	for _, x := range Charts(c) {
+		if x.Name == "GET-p99" {
+			ch = x
+		}
+	}
+	if ch == nil {
+		t.Fatal("no GET-p99 chart")
+	}
+	pngBytes, err := Draw(ch, FormatPNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := Draw(ch, FormatSVG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cssW, cssH := int(ch.Width*96+0.5), int(ch.Height*96+0.5)
+	b, s := browser(t, ctx, cssW, cssH, PNGDPI/96.0)
+	want, err := png.Decode(bytes.NewReader(pngBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.ReplaceAll(string(svg), "Liberation Sans", "LinerateEmbedded")
+	face := regexp.MustCompile(`(?s)@font-face\{.*?\}`)
+	if !face.MatchString(doc) {
+		t.Fatal("the SVG has no @font-face")
+	}
+	variants := []struct {
+		name string
+		doc  string
+	}{
+		{"embedded", doc},
+		{"control without the embedded font", face.ReplaceAllString(doc, "")},
+	}
+	scores := map[string]float64{}
+	for _, v := range variants {
+		p := filepath.Join(t.TempDir(), "chart.svg")
+		if err := os.WriteFile(p, []byte(v.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		open(t, ctx, b, s, p, nil)
+		shot := screenshot(t, ctx, b, s)
+		got, err := png.Decode(bytes.NewReader(shot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Bounds() != want.Bounds() {
+			t.Fatalf("%s: Chromium drew %v, our PNG is %v", v.name, got.Bounds(), want.Bounds())
+		}
+		scores[v.name] = inkMismatch(want, got)
+		if *look != "" {
+			os.WriteFile(filepath.Join(*look, "svg-in-chromium-"+strings.Fields(v.name)[0]+".png"), shot, 0o644)
+		}
+	}
+	t.Logf("ink mismatch: embedded %.3f, control %.3f", scores["embedded"], scores["control without the embedded font"])
+	if scores["embedded"] > 0.03 {
+		t.Errorf("the SVG in Chromium differs from the PNG: %.1f%% of ink unmatched (limit 3%%)", scores["embedded"]*100)
+	}
+	if scores["control without the embedded font"] < 2*scores["embedded"] {
+		t.Errorf("the comparison cannot tell a fallback font from the embedded one (control %.3f, embedded %.3f)",
+			scores["control without the embedded font"], scores["embedded"])
+	}
+}
+
+// inkMismatch is the share of dark pixels in either image with no dark
+// pixel within one pixel in the other: rasterisers differ in anti-aliasing
+// by a pixel, but a different font moves whole glyphs.
+func inkMismatch(a, b image.Image) float64 {
+	r := a.Bounds()
+	ink := func(img image.Image, x, y int) bool {
+		if !(image.Point{x, y}.In(r)) {
+			return false
+		}
+		cr, cg, cb, _ := img.At(x, y).RGBA()
+		return (cr*299+cg*587+cb*114)/1000 < 0x9000
+	}
+	near := func(img image.Image, x, y int) bool {
+		for dy := -1; dy <= 1; dy++ {
+			for dx := -1; dx <= 1; dx++ {
+				if ink(img, x+dx, y+dy) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var total, bad int
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			ia, ib := ink(a, x, y), ink(b, x, y)
+			if ia {
+				total++
+				if !near(b, x, y) {
+					bad++
+				}
+			}
+			if ib {
+				total++
+				if !near(a, x, y) {
+					bad++
+				}
+			}
+		}
+	}
+	if total == 0 {
+		return 1
+	}
+	return float64(bad) / float64(total)
 }

@@ -135,7 +135,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 		ch.YLabel = "p99 latency"
 	}
 	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
-	ch.Caption = append(setup.Caption(), "Line: median over repetitions; band: min-max. Points of client-limited cells are ringed: they measured the client, not the server.")
+	ch.Caption = setup.Caption()
 	for _, s := range g.Sizes {
 		ch.XTicks = append(ch.XTicks, Tick{Value: log2(s), Label: sizeLabel(s)})
 	}
@@ -149,8 +149,11 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 		x     float64
 		what  string
 	}
+	// Floor marks of several versions at one size would hide each other:
+	// each version's sit a little apart.
+	nudge := func(i int) float64 { return (float64(i) - float64(len(g.Series)-1)/2) * 0.07 }
 	var floors []floor
-	for _, s := range g.Series {
+	for si, s := range g.Series {
 		ln := Line{Label: s.Version, Color: s.Color, Glyph: s.Color}
 		for _, p := range s.Points {
 			x := log2(p.Size)
@@ -174,9 +177,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 			case p.OnlyLimited():
 				ch.Marks = append(ch.Marks, Mark{Kind: MarkClientLimited, Color: s.Color, X: x, Y: y, What: what})
 			case len(p.Failed) > 0 && !p.HasValue():
-				floors = append(floors, floor{MarkFailed, s.Color, x, what})
+				floors = append(floors, floor{MarkFailed, s.Color, x + nudge(si), what})
 			case !p.HasValue():
-				floors = append(floors, floor{MarkMissing, s.Color, x, what})
+				floors = append(floors, floor{MarkMissing, s.Color, x + nudge(si), what})
 			}
 		}
 		ch.Lines = append(ch.Lines, ln)
@@ -206,6 +209,21 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	for _, f := range floors {
 		ch.Marks = append(ch.Marks, Mark{Kind: f.kind, Color: f.color, X: f.x, Y: floorY, What: f.what})
 	}
+	note := "Line: median over repetitions; band: min-max."
+	if c.Plan != nil && c.Plan.Campaign.Repetitions == 1 {
+		note = "Line: one repetition per point (no band)."
+	}
+	kinds := map[MarkKind]bool{}
+	for _, m := range ch.Marks {
+		kinds[m.Kind] = true
+	}
+	if kinds[MarkClientLimited] {
+		note += " Ringed: every repetition client-limited (the client's figure, not the server's)."
+	}
+	if kinds[MarkFailed] || kinds[MarkMissing] {
+		note += " Marks on the floor: failed or never measured (a gap in the line)."
+	}
+	ch.Caption = append(ch.Caption, note)
 	return ch
 }
 

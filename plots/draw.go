@@ -43,7 +43,7 @@ var (
 		"soak":           {0x00, 0x72, 0xB2, 0xff},
 	}
 	// glyphs are the version marker shapes, by version index.
-	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, diamondGlyph{}}
+	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, diamondGlyph{}, invertedGlyph{}, hourglassGlyph{}}
 )
 
 // diamondGlyph is a filled diamond, a fourth shape for the fourth version.
@@ -66,6 +66,35 @@ func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) 
 func init() {
 	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
 	plotter.DefaultFont = plot.DefaultFont
+}
+
+// invertedGlyph is a filled triangle pointing down.
+type invertedGlyph struct{}
+
+func (invertedGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(0.5)})
+	r := sty.Radius * 1.2
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r*0.7})
+	p.Line(vg.Point{X: pt.X - r, Y: pt.Y + r*0.7})
+	p.Close()
+	c.Fill(p)
+}
+
+// hourglassGlyph is two filled triangles meeting at the point.
+type hourglassGlyph struct{}
+
+func (hourglassGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(0.5)})
+	r := sty.Radius * 1.1
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	p.Close()
+	c.Fill(p)
 }
 
 func lineColor(i int) color.Color {

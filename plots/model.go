@@ -35,6 +35,11 @@ type Campaign struct {
 	// Versions are the version segments sorted naturally; a version's index
 	// here is its colour in every chart of the campaign.
 	Versions []string
+	// Order is the versions as the campaign lists them (plan order), then
+	// any the plan does not name: the order of legends and table columns,
+	// and its first version with results is the tables' baseline, as in
+	// linerate compare.
+	Order    []string
 	Groups   []*Group
 	Soaks    []*sweeps.SoakRecord
 	Problems []string
@@ -60,7 +65,7 @@ type Group struct {
 	Name   string // GET, SET, mix90-10, or GET/c16 with another dimension
 	Op     string // the key's op segment
 	Sizes  []lab.Size
-	Series []*Series // in Campaign.Versions order; only versions the group has
+	Series []*Series // in Campaign.Order; only versions the group has
 }
 
 // Series is one version's points in a group, aligned with Group.Sizes.
@@ -247,6 +252,28 @@ func (c *Campaign) build() {
 	for i, v := range c.Versions {
 		color[v] = i
 	}
+	inOrder := map[string]bool{}
+	if c.Plan != nil {
+		for _, v := range c.Plan.Versions {
+			if !inOrder[v.Segment] {
+				inOrder[v.Segment] = true
+				c.Order = append(c.Order, v.Segment)
+			}
+		}
+	} else {
+		// Without a plan, the order the cells ran in.
+		for _, r := range c.Run.Sorted() {
+			if !inOrder[r.Version.Segment] {
+				inOrder[r.Version.Segment] = true
+				c.Order = append(c.Order, r.Version.Segment)
+			}
+		}
+	}
+	for _, v := range c.Versions {
+		if !inOrder[v] {
+			c.Order = append(c.Order, v)
+		}
+	}
 	for _, r := range c.Run.Sorted() {
 		_, gname := splitKey(r.Key)
 		p := points[gk{gname, r.Version.Segment}][r.Workload.ValueSz]
@@ -270,7 +297,7 @@ func (c *Campaign) build() {
 			g.Sizes = append(g.Sizes, s)
 		}
 		sort.Slice(g.Sizes, func(i, j int) bool { return g.Sizes[i] < g.Sizes[j] })
-		for _, v := range c.Versions {
+		for _, v := range c.Order {
 			pm := points[gk{gname, v}]
 			if pm == nil {
 				continue

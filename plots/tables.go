@@ -46,11 +46,11 @@ const (
 )
 
 // Tables builds the Gbps and p99 tables of every group, with the marks of
-// sweeps.Compare against the oldest version that has results.
+// sweeps.Compare against the campaign's first version that has results.
 func Tables(c *Campaign) *TableSet {
 	ts := &TableSet{Campaign: c.Name, Setup: c.Setup(), Alpha: 0.05}
 	marks := map[string]map[[2]string]string{} // metric -> (version, key) -> mark
-	for _, v := range c.Versions {
+	for _, v := range c.Order {
 		if hasResults(c, v) {
 			ts.Baseline = v
 			break

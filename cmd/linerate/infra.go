@@ -212,6 +212,11 @@ func infraUp(ctx context.Context, f infraFlags) int {
 	default:
 		return usageErr("up: --provider %q: want local, netns, ssh or aws", f.provider)
 	}
+	if old, err := readState(f.dir); err == nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: up: a %s pair of campaign %s is already up (since %s); take it down first: linerate infra down --campaign %s\n",
+			old.Kind, old.Campaign, old.Started.Format(time.RFC3339), f.campaign)
+		return 1
+	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
 		return 1

@@ -164,6 +164,14 @@ func TestUpDownScenarios(t *testing.T) {
 				t.Errorf("calls %v: want ImportKeyPair only", f.Calls())
 			}
 		}},
+		{name: "leftovers of a crashed run", edit: func(t *testing.T, c *Config) {}, check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+			if n := count(f.Calls(), "TerminateInstances"); n != 1 {
+				t.Errorf("leftover instance not terminated before the launch (%d terminations)", n)
+			}
+			if n := len(f.Live()); n != 5 {
+				t.Errorf("%d live after Up, want the new pair, groups and key (5)", n)
+			}
+		}},
 		{name: "unknown instance type", edit: func(_ *testing.T, c *Config) { c.InstanceType = "x9.huge" }, wantErr: "InvalidInstanceType"},
 	}
 	for _, tc := range cases {
@@ -171,6 +179,13 @@ func TestUpDownScenarios(t *testing.T) {
 			f := awsfake.New()
 			defer f.Close()
 			f.Faults = tc.faults
+			if tc.name == "leftovers of a crashed run" {
+				tags := map[string]string{TagCampaign: "study-1"}
+				sg := f.Add(awsfake.Resource{Kind: "security-group", Name: "linerate-study-1", Tags: tags})
+				f.Add(awsfake.Resource{Kind: "placement-group", Name: "linerate-study-1", State: "available", Tags: tags})
+				f.Add(awsfake.Resource{Kind: "key-pair", Name: "linerate-study-1", Tags: tags})
+				f.Add(awsfake.Resource{Kind: "instance", State: "running", SecurityGroup: sg.ID, PlacementGroup: "linerate-study-1", Tags: tags})
+			}
 			p := newProvider(t, f, func(c *Config) {
 				if tc.edit != nil {
 					tc.edit(t, c)

@@ -216,6 +216,16 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		return []types.TagSpecification{{ResourceType: rt, Tags: tags}}
 	}
 
+	// A crashed earlier run of this campaign left things under the same
+	// names; the campaign lock says no live run owns them.
+	if old, err := p.Resources(ctx, s.Campaign); err != nil {
+		return infra.Pair{}, fmt.Errorf("aws up: %w", err)
+	} else if len(old) > 0 {
+		p.logf("aws: removing %d leftovers of an earlier run of campaign %s", len(old), s.Campaign)
+		if err := p.downCampaign(ctx, s.Campaign, nil); err != nil {
+			return infra.Pair{}, fmt.Errorf("aws up: remove leftovers: %w", err)
+		}
+	}
 	arch, err := p.architecture(ctx)
 	if err != nil {
 		return infra.Pair{}, err

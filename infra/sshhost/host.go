@@ -260,7 +260,7 @@ func (h *Host) retry(ctx context.Context, what string, op func(*ssh.Client) erro
 			break
 		}
 	}
-	return fmt.Errorf("ssh %s: %s: connection lost twice, giving up: %w", h.Name(), what, last)
+	return fmt.Errorf("ssh %s: %s: connection failed twice (lost or refused), giving up: %w", h.Name(), what, last)
 }
 
 // Run runs argv and returns its standard output (infra.Runner).

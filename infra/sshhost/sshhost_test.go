@@ -413,7 +413,7 @@ func TestDroppedConnection(t *testing.T) {
 			var out bytes.Buffer
 			err = h.Exec(ctx, infra.Command{Argv: []string{"sh", "-c", "sleep 1.5; echo done"}, Stdout: &out, Timeout: 20 * time.Second})
 			if tc.wantErr {
-				if err == nil || !strings.Contains(err.Error(), "connection lost twice") {
+				if err == nil || !strings.Contains(err.Error(), "connection failed twice") {
 					t.Fatalf("want failure after one retry, got %v", err)
 				}
 			} else if err != nil || out.String() != "done\n" {

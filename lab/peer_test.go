@@ -129,7 +129,7 @@ func runAgainst(t *testing.T, p *fakePeer, w Workload) *Result {
 	}
 	defer e.shutdown()
 	res := newResult(w, RunOptions{})
-	e.measure(context.Background(), nil)
+	e.measure(context.Background(), nil, nil)
 	e.collect(res)
 	return res
 }
@@ -236,7 +236,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	}
 	defer e.shutdown()
 	res := newResult(w, RunOptions{})
-	e.measure(context.Background(), nil)
+	e.measure(context.Background(), nil, nil)
 	e.collect(res)
 	if res.Errors[ErrTimeout] != 1 {
 		t.Fatalf("want exactly one timeout, got %v", res.Errors)

@@ -21,6 +21,9 @@ type RunOptions struct {
 	Given    []string  // the command line as typed, stored in the record
 	Progress io.Writer // one line a second; nil for quiet
 	RunID    string
+	// OnPhase is called as warmup, the measured window and the drain begin,
+	// so host metrics can be cut to the window. It must return quickly.
+	OnPhase func(Phase)
 }
 
 // RunError carries the exit code that goes with a failed run.
@@ -90,7 +93,7 @@ func Run(ctx context.Context, given Workload, opt RunOptions) (*Result, error) {
 			return fail(StopSetupFailed, fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", w.Keyspace, n))
 		}
 	}
-	e.measure(ctx, opt.Progress)
+	e.measure(ctx, opt.Progress, opt.OnPhase)
 	e.collect(res)
 	res.Ended = time.Now().UTC()
 	return res, finishStop(ctx, res, e)
@@ -178,6 +181,7 @@ type engine struct {
 	procStart, procEnd threadUsage
 	windowStart        time.Time
 	windowEnd          time.Time
+	stoppedAt          time.Time // when Ctrl-C stopped the run; zero otherwise
 }
 
 func newEngine(w Workload) (*engine, error) {
@@ -302,6 +306,7 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 		case <-done:
 			return
 		case <-ctx.Done():
+			e.stoppedAt = time.Now()
 			e.stop.Store(true)
 			<-done
 			return
@@ -375,8 +380,10 @@ func (e *engine) progressBytes() (n uint64) {
 	return n
 }
 
-// measure runs warmup, the window and the drain.
-func (e *engine) measure(ctx context.Context, progress io.Writer) {
+// measure runs warmup, the window and the drain. onPhase, when set, is
+// called as each phase begins (warmup, measure, drain), off the workers'
+// threads, so callers can cut host metrics to the measured window.
+func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(Phase)) {
 	w := e.w
 	base := time.Now()
 	warm := int64(w.Warmup)
@@ -388,16 +395,30 @@ func (e *engine) measure(ctx context.Context, progress io.Writer) {
 			wk.measure[op].series = make([]secStat, secs)
 		}
 	}
-	// The process's CPU is sampled at the window's edges by a timer, off
-	// the workers' threads.
+	// The window's edges are the schedule's, cut short by a stop; the
+	// process's CPU is sampled at them by timers off the workers' threads,
+	// which also deliver the phase marks. Everything the timers write is
+	// under procMu, and closed keeps a timer that fires after the workers
+	// finished from writing what collect reads.
 	var procMu sync.Mutex
-	sample := func(dst *threadUsage, at *time.Time) {
+	closed := false
+	var sampled [2]bool
+	edge := func(i int, dst *threadUsage, next Phase) {
 		procMu.Lock()
-		*dst, *at = getUsage(unix.RUSAGE_SELF), time.Now()
-		procMu.Unlock()
+		defer procMu.Unlock()
+		if closed {
+			return
+		}
+		*dst, sampled[i] = getUsage(unix.RUSAGE_SELF), true
+		if onPhase != nil {
+			onPhase(next)
+		}
 	}
-	t1 := time.AfterFunc(time.Duration(warm), func() { sample(&e.procStart, &e.windowStart) })
-	t2 := time.AfterFunc(time.Duration(end), func() { sample(&e.procEnd, &e.windowEnd) })
+	if onPhase != nil {
+		onPhase(PhaseWarmup)
+	}
+	t1 := time.AfterFunc(time.Duration(warm), func() { edge(0, &e.procStart, PhaseMeasure) })
+	t2 := time.AfterFunc(time.Duration(end), func() { edge(1, &e.procEnd, PhaseDrain) })
 	var lastOps, lastBytes uint64
 	e.runWorkers(ctx, s, func(el time.Duration) {
 		ops, byt := e.progressOps(), e.progressBytes()
@@ -415,15 +436,29 @@ func (e *engine) measure(ctx context.Context, progress io.Writer) {
 	})
 	t1.Stop()
 	t2.Stop()
+	finished := time.Now()
 	procMu.Lock()
 	defer procMu.Unlock()
-	now := time.Now()
-	if e.windowStart.IsZero() { // interrupted before the window opened
-		e.windowStart, e.windowEnd = now, now
+	closed = true
+	endAt := base.Add(time.Duration(end))
+	if st := e.stoppedAt; !st.IsZero() && st.Before(endAt) {
+		endAt = st
+	}
+	if finished.Before(endAt) { // every connection died
+		endAt = finished
+	}
+	startAt := base.Add(time.Duration(warm))
+	if endAt.Before(startAt) { // stopped before the window opened
+		startAt = endAt
+	}
+	e.windowStart, e.windowEnd = startAt, endAt
+	if !sampled[0] {
 		e.procStart = getUsage(unix.RUSAGE_SELF)
-		e.procEnd = e.procStart
-	} else if e.windowEnd.IsZero() {
-		e.windowEnd = now
+	}
+	if !sampled[1] {
 		e.procEnd = getUsage(unix.RUSAGE_SELF)
+		if sampled[0] && onPhase != nil {
+			onPhase(PhaseDrain) // the workers beat the timer: close the window now
+		}
 	}
 }

@@ -3,6 +3,7 @@ package lab_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -79,9 +80,13 @@ func TestCountsMatchServer(t *testing.T) {
 			before := labtest.Info(t, srv.Addr, "stats")
 			ctlIn := counter(t, before, "total_net_input_bytes") - counter(t, base0, "total_net_input_bytes")
 			ctlOut := counter(t, before, "total_net_output_bytes") - counter(t, base0, "total_net_output_bytes")
-			res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+			var phases []lab.Phase
+			res, err := lab.Run(context.Background(), w, lab.RunOptions{OnPhase: func(p lab.Phase) { phases = append(phases, p) }})
 			if err != nil {
 				t.Fatalf("run: %v", err)
+			}
+			if fmt.Sprint(phases) != "[warmup measure drain]" {
+				t.Errorf("window marks %v", phases)
 			}
 			after := labtest.Info(t, srv.Addr, "stats")
 			cmds := labtest.Info(t, srv.Addr, "commandstats")

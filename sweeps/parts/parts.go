@@ -222,10 +222,10 @@ type Bencher struct {
 	RunID func(w lab.Workload) string // optional run IDs
 }
 
-// Bench implements sweeps.Bencher. lab.Run gives no window marks yet, so
-// the runner cuts its periodic host snapshots to the result's window.
-func (b Bencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase)) (*lab.Result, error) {
-	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, w.Args()...)}
+// Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
+// the runner's host snapshots cover exactly the measured window.
+func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
+	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}

@@ -100,7 +100,7 @@ func cellSummary(rec *CellRecord) string {
 	if rec.Result != nil {
 		for _, op := range []string{"GET", "SET"} {
 			if o := rec.Result.Ops[lab.Op(op)]; o != nil {
-				parts = append(parts, fmt.Sprintf("%s %.2f Gbps p99 %s", op, o.Gbps, fmtMicros(o.Latency.P99)))
+				parts = append(parts, fmt.Sprintf("%s %.2f Gbps p99 %s", op, o.Gbps, lab.FormatUs(o.Latency.P99)))
 			}
 		}
 	}
@@ -113,9 +113,6 @@ func cellSummary(rec *CellRecord) string {
 	return strings.Join(parts, ", ")
 }
 
-func fmtMicros(us float64) string {
-	return (time.Duration(us * float64(time.Microsecond))).Round(10 * time.Microsecond).String()
-}
 
 func (p *lineProgress) End(s *Summary) {
 	if p.bar {

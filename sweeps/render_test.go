@@ -35,7 +35,7 @@ func TestProgressTerminalAndPlain(t *testing.T) {
 			if !strings.Contains(s, "\n[############............] 1/2 ETA 20s") {
 				t.Errorf("terminal progress:\n%q", s)
 			}
-		} else if strings.Contains(s, "\r") || !strings.Contains(s, "sweep: 1/2 A/GET/1MiB/r1 GET 3.50 Gbps p99 1.5ms (eta 20s)") {
+		} else if strings.Contains(s, "\r") || !strings.Contains(s, "sweep: 1/2 A/GET/1MiB/r1 GET 3.50 Gbps p99 1.50ms (eta 20s)") {
 			t.Errorf("plain progress:\n%q", s)
 		}
 		now = time.Unix(0, 0)

@@ -34,7 +34,7 @@ Examples:
   linerate sweep plan sweeps/campaigns/study.yaml --json | jq .estimate
   linerate sweep run sweeps/campaigns/local.yaml              # into runs/local
   linerate sweep run sweeps/campaigns/local.yaml --out runs/local-2 --redo
-  linerate sweep run sweeps/campaigns/local.yaml --only 'valkey@9.1/*/64MiB/*'
+  linerate sweep run sweeps/campaigns/local.yaml --only 'valkey-9.1.2/*/64MiB/*'
 
 Cell IDs read version/op/size/<dimensions that vary>/repetition, e.g.
 valkey-9.1.2/GET/8MiB/c32/r2. Running the same command again keeps done
@@ -61,7 +61,7 @@ func runSweep(ctx context.Context, args []string) int {
 	out := fs.String("out", "", "run: run directory (default runs/<campaign name>)")
 	redo := fs.Bool("redo", false, "run: run every cell again, done ones too")
 	maxAttempts := fs.Int("max-attempts", sweeps.DefaultMaxAttempts, "run: stop retrying a cell after this many failed attempts")
-	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey@9.1/GET/*/*')")
+	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
 	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label (0: unknown, as on loopback)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -81,7 +81,7 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	if *only != "" {
 		if _, err := path.Match(*only, ""); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep: --only %q: %v; use a pattern such as 'valkey@9.1/GET/*/*'\n", *only, err)
+			fmt.Fprintf(os.Stderr, "linerate sweep: --only %q: %v; use a pattern such as 'valkey-9.1.2/GET/*/*'\n", *only, err)
 			return 2
 		}
 	}

@@ -519,16 +519,34 @@ func trimLeftSpace(s string) string {
 // which map to their nearest palette colour unseen): a third of the bytes
 // of a true-colour PNG, which matters for a report that inlines them all.
 func encodePNG(img image.Image) ([]byte, error) {
-	b := img.Bounds()
-	count := map[color.RGBA]int{}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.DefaultCompression}
+	rgba, ok := img.(*image.RGBA)
+	if !ok {
+		err := enc.Encode(&buf, img)
+		return buf.Bytes(), err
+	}
+	b := rgba.Bounds()
+	px := func(x, y int) uint32 {
+		i := rgba.PixOffset(x, y)
+		p := rgba.Pix[i : i+4 : i+4]
+		return uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
+	}
+	// Count colours run by run: charts are mostly long runs of one colour.
+	count := map[uint32]int{}
 	for y := b.Min.Y; y < b.Max.Y; y++ {
+		prev, run := px(b.Min.X, y), 0
 		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, a := img.At(x, y).RGBA()
-			count[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), uint8(a >> 8)}]++
+			if c := px(x, y); c != prev {
+				count[prev] += run
+				prev, run = c, 0
+			}
+			run++
 		}
+		count[prev] += run
 	}
 	type cc struct {
-		c color.RGBA
+		c uint32
 		n int
 	}
 	all := make([]cc, 0, len(count))
@@ -539,38 +557,42 @@ func encodePNG(img image.Image) ([]byte, error) {
 		if all[i].n != all[j].n {
 			return all[i].n > all[j].n
 		}
-		ci, cj := all[i].c, all[j].c
-		return uint32(ci.R)<<24|uint32(ci.G)<<16|uint32(ci.B)<<8|uint32(ci.A) < uint32(cj.R)<<24|uint32(cj.G)<<16|uint32(cj.B)<<8|uint32(cj.A)
+		return all[i].c < all[j].c
 	})
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestCompression}
 	top := 0
 	for i := 0; i < len(all) && i < 256; i++ {
 		top += all[i].n
 	}
-	if float64(top) >= 0.97*float64(b.Dx()*b.Dy()) {
-		n := min(len(all), 256)
-		pal := make(color.Palette, n)
-		for i := range pal {
-			pal[i] = all[i].c
-		}
-		pi := image.NewPaletted(b, pal)
-		index := map[color.RGBA]uint8{}
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			for x := b.Min.X; x < b.Max.X; x++ {
-				r, g, bl, a := img.At(x, y).RGBA()
-				c := color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), uint8(a >> 8)}
-				i, ok := index[c]
-				if !ok {
-					i = uint8(pal.Index(c))
-					index[c] = i
-				}
-				pi.SetColorIndex(x, y, i)
-			}
-		}
-		err := enc.Encode(&buf, pi)
+	if float64(top) < 0.97*float64(b.Dx()*b.Dy()) {
+		err := enc.Encode(&buf, img)
 		return buf.Bytes(), err
 	}
-	err := enc.Encode(&buf, img)
+	n := min(len(all), 256)
+	pal := make(color.Palette, n)
+	index := make(map[uint32]uint8, len(all))
+	for i := 0; i < n; i++ {
+		c := all[i].c
+		pal[i] = color.RGBA{uint8(c >> 24), uint8(c >> 16), uint8(c >> 8), uint8(c)}
+		index[c] = uint8(i)
+	}
+	pi := image.NewPaletted(b, pal)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		prev, prevIdx := uint32(0), uint8(0)
+		have := false
+		row := pi.Pix[pi.PixOffset(b.Min.X, y):]
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := px(x, y)
+			if !have || c != prev {
+				i, ok := index[c]
+				if !ok {
+					i = uint8(pal.Index(color.RGBA{uint8(c >> 24), uint8(c >> 16), uint8(c >> 8), uint8(c)}))
+					index[c] = i
+				}
+				prev, prevIdx, have = c, i, true
+			}
+			row[x-b.Min.X] = prevIdx
+		}
+	}
+	err := enc.Encode(&buf, pi)
 	return buf.Bytes(), err
 }

@@ -70,8 +70,12 @@ type reportData struct {
 
 type reportVersion struct {
 	Segment, Selector, Resolved, Color string
-	Info                               string
+	Key                                []string // the INFO facts that tell builds apart
+	Info                               string   // every INFO fact, folded
 }
+
+// infoKeys are the INFO facts shown unfolded, when present.
+var infoKeys = []string{"identity", "executable", "mem_allocator", "gcc_version", "config:io-threads", "config:io-threads-do-reads", "multiplexing_api"}
 
 type reportCPUGroup struct {
 	Version string
@@ -188,6 +192,11 @@ func reportVersions(c *Campaign) []reportVersion {
 			var kv []string
 			for k, x := range f.Info {
 				kv = append(kv, k+"="+x)
+			}
+			for _, k := range infoKeys {
+				if x, ok := f.Info[k]; ok {
+					rv.Key = append(rv.Key, k+"="+x)
+				}
 			}
 			sort.Strings(kv)
 			rv.Info = strings.Join(kv, ", ")

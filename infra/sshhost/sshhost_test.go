@@ -230,8 +230,8 @@ func TestUploadAndBenchOverSSH(t *testing.T) {
 	if !strings.HasPrefix(bin, filepath.Join(l.dir, "remote-client")+"/linerate-") {
 		t.Errorf("binary uploaded to %s", bin)
 	}
-	var help bytes.Buffer
-	err = client.Exec(ctx, infra.Command{Argv: []string{bin, "bench", "--help"}, Stdout: &help, Stderr: &help, Timeout: 20 * time.Second})
+	var help, helpOut bytes.Buffer // usage goes to stderr
+	err = client.Exec(ctx, infra.Command{Argv: []string{bin, "bench", "--help"}, Stdout: &helpOut, Stderr: &help, Timeout: 20 * time.Second})
 	if err != nil || !strings.Contains(help.String(), "Usage: linerate bench") {
 		st, _ := os.Stat(bin)
 		t.Fatalf("remote bench --help: %v\n%s (binary %s: %v)", err, help.String(), bin, st)

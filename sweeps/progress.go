@@ -113,7 +113,6 @@ func cellSummary(rec *CellRecord) string {
 	return strings.Join(parts, ", ")
 }
 
-
 func (p *lineProgress) End(s *Summary) {
 	if p.bar {
 		fmt.Fprintf(p.w, "\r\033[K")

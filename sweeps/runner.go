@@ -2,6 +2,7 @@ package sweeps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -50,6 +51,13 @@ type Sampler interface {
 	Snapshot(pid int) (*hostmetrics.Snapshot, error)
 }
 
+// TuningCheck compares the hosts with the campaign's tuning profile before
+// each cell (an IRQ moved by a device reset, irqbalance restarted): the
+// report is stored with the cell, and drift is a note, not a failure.
+type TuningCheck interface {
+	Verify(ctx context.Context) (report json.RawMessage, drifts int, err error)
+}
+
 // Runner executes a plan into a store.
 type Runner struct {
 	Plan     *Plan
@@ -57,6 +65,7 @@ type Runner struct {
 	Servers  ServerStarter
 	Bench    Bencher
 	Sampler  Sampler      // nil: no host metrics
+	Tuning   TuningCheck  // nil: no tuning profile
 	Progress Progress     // nil: quiet
 	Env      *Environment // written at start and whenever a server starts; may be nil
 	// MaxAttempts bounds how often a failing cell is tried over all runs.
@@ -303,6 +312,14 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 	if err := srv.FlushAll(ctx); err != nil {
 		r.fail(rec, fmt.Sprintf("flushall: %v", err))
 		return
+	}
+	if r.Tuning != nil {
+		rep, drifts, err := r.Tuning.Verify(ctx)
+		if err != nil {
+			r.fail(rec, fmt.Sprintf("verify tuning: %v", err))
+			return
+		}
+		rec.Tuning = &TuningVerify{Drifts: drifts, Report: rep}
 	}
 	w := c.Workload
 	w.Host, w.Port = srv.Addr()

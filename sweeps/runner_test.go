@@ -3,6 +3,8 @@ package sweeps
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +244,45 @@ func TestWindowOf(t *testing.T) {
 	}
 	if a, _ := windowOf(series[:1], res); a != nil {
 		t.Error("one snapshot is no window")
+	}
+}
+
+// fakeTuning reports one drift on every second check.
+type fakeTuning struct{ calls int }
+
+func (f *fakeTuning) Verify(context.Context) (json.RawMessage, int, error) {
+	f.calls++
+	drifts := f.calls % 2
+	return json.RawMessage(fmt.Sprintf(`{"ok":%v}`, drifts == 0)), drifts, nil
+}
+
+// The tuning profile is checked before every cell and the check is stored
+// with the cell; drift is recorded, not a failure.
+func TestRunnerVerifiesTuningPerCell(t *testing.T) {
+	p := testPlan(t, runSpec)
+	dir := t.TempDir()
+	r, _, _, _ := newRunner(t, dir, p, nil)
+	ft := &fakeTuning{}
+	r.Tuning = ft
+	sum, err := r.Run(context.Background())
+	if err != nil || sum.Done != 8 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	if ft.calls != 8 {
+		t.Fatalf("tuning verified %d times for 8 cells", ft.calls)
+	}
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := 0
+	for _, rec := range run.Cells {
+		if rec.Tuning == nil || len(rec.Tuning.Report) == 0 {
+			t.Fatalf("%s: no tuning check stored", rec.CellID)
+		}
+		drifted += rec.Tuning.Drifts
+	}
+	if drifted != 4 {
+		t.Errorf("%d cells recorded drift, want 4", drifted)
 	}
 }

@@ -67,9 +67,18 @@ type CellRecord struct {
 	// Host is the server host's metrics over the measured window.
 	Host  *hostmetrics.Window `json:"host,omitempty"`
 	Limit *hostmetrics.Limit  `json:"limit,omitempty"`
+	// Tuning is the check of the hosts against the tuning profile made
+	// just before the cell; absent when the campaign names no profile.
+	Tuning *TuningVerify `json:"tuning,omitempty"`
 	// ClientLimited repeats Limit's flag at the top so no summary misses it.
 	ClientLimited bool      `json:"client_limited"`
 	History       []Attempt `json:"history,omitempty"` // earlier failed attempts
+}
+
+// TuningVerify is tuning.Verify's report, kept opaque here.
+type TuningVerify struct {
+	Drifts int             `json:"drifts"`
+	Report json.RawMessage `json:"report"`
 }
 
 // Attempt is an earlier failed attempt kept for the record.

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 	"github.com/linerate/linerate/sweeps/parts"
+	"github.com/linerate/linerate/tuning"
 )
 
 func init() {
@@ -63,6 +64,7 @@ func runSweep(ctx context.Context, args []string) int {
 	maxAttempts := fs.Int("max-attempts", sweeps.DefaultMaxAttempts, "run: stop retrying a cell after this many failed attempts")
 	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
 	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label (0: unknown, as on loopback)")
+	profiles := fs.String("profiles", "tuning/profiles", "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -118,9 +120,9 @@ func runSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 
-	if sweepParts == nil {
-		fmt.Fprintln(os.Stderr, "linerate sweep run: this build has no server launcher and engine plugged in yet; use linerate sweep plan")
-		return 1
+	if c.Provider.Kind != sweeps.ProviderLocal {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %s: provider %s: sweep run drives the local provider so far; netns, ssh and aws hosts plug into the runner next (linerate infra up brings them up today)\n", fs.Arg(1), c.Provider.Kind)
+		return 2
 	}
 	dir := *out
 	if dir == "" {
@@ -155,6 +157,30 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	if *only != "" {
 		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	}
+	if c.Tuning != "" {
+		prof, where, err := parts.LoadProfile(c.Tuning, *profiles)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+			return 2
+		}
+		tuner := &parts.Tuner{Host: tuning.NewLiveHost("/"), Profile: prof}
+		snap, err := tuner.Apply(ctx, func(b json.RawMessage) error {
+			return sweeps.WriteFileAtomic(filepath.Join(dir, "tuning-snapshot.json"), b)
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: %s: %v\n", where, err)
+			return 1
+		}
+		defer func() {
+			// Revert even after Ctrl-C: the host must not stay tuned.
+			rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := tuner.Revert(rctx); err != nil {
+				fmt.Fprintf(os.Stderr, "linerate sweep run: %v (snapshot: %s)\n", err, filepath.Join(dir, "tuning-snapshot.json"))
+			}
+		}()
+		r.Env.Tuning, r.Tuning = snap, tuner
 	}
 	sum, err := r.Run(ctx)
 	if err != nil {
@@ -207,10 +233,6 @@ func runSoak(ctx context.Context, args []string) int {
 	if *dur < 10*time.Second {
 		fmt.Fprintf(os.Stderr, "linerate soak: --duration %s: use at least 10s; drift needs a series (e.g. 15m)\n", *dur)
 		return 2
-	}
-	if sweepParts == nil {
-		fmt.Fprintln(os.Stderr, "linerate soak: this build has no server launcher and engine plugged in yet")
-		return 1
 	}
 	st, err := sweeps.OpenStore(fs.Arg(0))
 	if err != nil {

@@ -522,8 +522,12 @@ func (p *Provider) waitRunning(ctx context.Context, insts []Instance) ([]Instanc
 }
 
 func (p *Provider) sshConnect(ctx context.Context, in Instance, key, known string) (infra.Host, error) {
+	role := "server"
+	if in.Index != 0 {
+		role = "client"
+	}
 	h, err := sshhost.New(sshhost.Config{
-		Label: in.ID, Addr: in.PublicIP.String(), User: p.cfg.User, KeyFile: key,
+		Label: role + " " + in.ID, Addr: in.PublicIP.String(), User: p.cfg.User, KeyFile: key,
 		KnownHosts: known, DataAddr: in.PrivateIP, Dist: p.cfg.Dist,
 	})
 	if err != nil {

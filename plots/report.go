@@ -219,13 +219,14 @@ func reproduce(c *Campaign) (rebuild, rerun []string, bench []reportCommand) {
 	} else {
 		rebuild = append(rebuild, "# the environment record names no commit; build the version you trust with: make build")
 	}
-	name := c.Name
+	camp := filepath.Join(c.Dir, sweeps.CampaignFile)
+	again := "runs/" + fileSafe(c.Name) + "-rerun"
 	rerun = append(rerun,
-		fmt.Sprintf("bin/linerate sweep plan %s", filepath.Join(c.Dir, sweeps.CampaignFile)),
-		fmt.Sprintf("bin/linerate sweep run %s --out runs/%s-rerun", filepath.Join(c.Dir, sweeps.CampaignFile), name),
-		fmt.Sprintf("bin/linerate compare %s runs/%s-rerun", c.Dir, name),
-		fmt.Sprintf("bin/linerate plot runs/%s-rerun", name),
-		fmt.Sprintf("bin/linerate report runs/%s-rerun", name))
+		"bin/linerate sweep plan "+shellJoin([]string{camp}),
+		"bin/linerate sweep run "+shellJoin([]string{camp, "--out", again}),
+		"bin/linerate compare "+shellJoin([]string{c.Dir, again}),
+		"bin/linerate plot "+again,
+		"bin/linerate report "+again)
 	seen := map[string]bool{}
 	var keys []string
 	byKey := map[string]lab.Workload{}

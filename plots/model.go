@@ -444,12 +444,23 @@ func (c *Campaign) Setup() Setup {
 		s.Hosts = "hosts not recorded (no env.json)"
 	}
 	switch {
+	case c.Run.Env != nil && c.Run.Env.TuningProfile != "":
+		s.Tuning = "tuning profile " + c.Run.Env.TuningProfile
 	case c.Plan != nil && c.Plan.Campaign.Tuning != "":
 		s.Tuning = "tuning profile " + c.Plan.Campaign.Tuning
 	case c.Run.Env != nil && len(c.Run.Env.Tuning) > 0 && string(c.Run.Env.Tuning) != "null":
 		s.Tuning = "tuning snapshot recorded"
 	default:
 		s.Tuning = "no tuning"
+	}
+	drifted := 0
+	for _, r := range c.Run.Cells {
+		if r.Tuning != nil && r.Tuning.Drifts > 0 {
+			drifted++
+		}
+	}
+	if drifted > 0 {
+		s.Tuning += fmt.Sprintf(" (%d cell%s measured with the hosts drifted from it)", drifted, plural(drifted))
 	}
 	conns, pipes, threads, warm, dur := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, w := range c.workloads() {

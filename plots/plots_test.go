@@ -501,6 +501,7 @@ func TestReportContents(t *testing.T) {
 		"<td class=\"num\">184 **</td>", // tables with marks
 		"lab-server", "Neoverse-V2",
 		"client-limited",
+		"tuning profile study-c8gn", "Cells measured while the hosts had drifted", "irqbalance", // tuning and its drift
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)

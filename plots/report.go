@@ -45,6 +45,13 @@ type reportFailure struct {
 type reportCell struct {
 	CellID, Status, Gbps, P99, Limit, Detail string
 	ClientLimited                            bool
+	Drifts                                   int // tuning drifts found just before the cell
+}
+
+type reportDrift struct {
+	CellID string
+	Drifts int
+	Report string
 }
 
 type reportCommand struct {
@@ -65,6 +72,7 @@ type reportData struct {
 	Problems                          []string
 	Cells                             []reportCell
 	Rebuild, Rerun                    []string
+	Drifted                           []reportDrift
 	Bench                             []reportCommand
 }
 
@@ -139,6 +147,12 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 		}
 		if r.Limit != nil {
 			rc.Limit, rc.Detail = string(r.Limit.Kind), r.Limit.Detail
+		}
+		if r.Tuning != nil {
+			rc.Drifts = r.Tuning.Drifts
+			if r.Tuning.Drifts > 0 {
+				d.Drifted = append(d.Drifted, reportDrift{CellID: r.CellID, Drifts: r.Tuning.Drifts, Report: string(r.Tuning.Report)})
+			}
 		}
 		d.Cells = append(d.Cells, rc)
 		if r.Status != sweeps.StatusDone {

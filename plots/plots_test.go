@@ -247,6 +247,13 @@ func TestBrokenCampaigns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var html bytes.Buffer
+			if err := WriteReport(&html, c, ReportOptions{Kinds: []string{"size", "soak"}}); err != nil {
+				t.Fatalf("report: %v", err)
+			}
+			if !strings.Contains(html.String(), "</html>") {
+				t.Error("report cut short")
+			}
 			tc.check(t, c, string(md))
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ const CPUChartDPI = 72
 type ReportOptions struct {
 	// Now stamps the report; zero means time.Now. Tests fix it.
 	Now time.Time
+	// Kinds limits the charts to these kinds (size, soak, cpu); default all.
+	Kinds []string
 }
 
 type reportFigure struct {
@@ -108,6 +111,9 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 	d.Versions = reportVersions(c)
 	cpuByVersion := map[string]*reportCPUGroup{}
 	for _, ch := range Charts(c) {
+		if len(opt.Kinds) > 0 && !slices.Contains(opt.Kinds, ch.Kind) {
+			continue
+		}
 		dpi := PNGDPI
 		if ch.Kind == "cpu" {
 			dpi = CPUChartDPI

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/xml"
 	"flag"
 	"image/png"
@@ -408,12 +409,12 @@ func TestDrawFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := png.DecodeConfig(bytes.NewReader(b))
+			img, err := png.Decode(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w, h := int(ch.Width*PNGDPI+0.5), int(ch.Height*PNGDPI+0.5); cfg.Width != w || cfg.Height != h {
-				t.Errorf("png %dx%d, want %dx%d", cfg.Width, cfg.Height, w, h)
+			if w, h := int(ch.Width*PNGDPI+0.5), int(ch.Height*PNGDPI+0.5); img.Bounds().Dx() != w || img.Bounds().Dy() != h {
+				t.Errorf("png %v, want %dx%d", img.Bounds(), w, h)
 			}
 			s, err := Draw(ch, FormatSVG)
 			if err != nil {
@@ -494,9 +495,18 @@ func TestReportContents(t *testing.T) {
 	if refs := externalRefs(html); len(refs) > 0 {
 		t.Errorf("report refers outside itself: %q", refs)
 	}
-	imgs := strings.Count(html, `<img src="data:image/png;base64,`)
-	if want := len(Charts(c)); imgs != want {
-		t.Errorf("%d inline images, want one per chart (%d)", imgs, want)
+	imgs := regexp.MustCompile(`<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"`).FindAllStringSubmatch(html, -1)
+	if want := len(Charts(c)); len(imgs) != want {
+		t.Errorf("%d inline images, want one per chart (%d)", len(imgs), want)
+	}
+	for i, m := range imgs {
+		b, err := base64.StdEncoding.DecodeString(m[1])
+		if err == nil {
+			_, err = png.Decode(bytes.NewReader(b))
+		}
+		if err != nil {
+			t.Errorf("inline image %d: %v", i, err)
+		}
 	}
 	for _, want := range []string{
 		"<title>linerate report: fixture</title>",

@@ -3,6 +3,7 @@ package lab
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -21,7 +22,16 @@ type Control struct {
 
 // DialControl connects the control plane to the workload's server.
 func DialControl(ctx context.Context, w Workload) (*Control, error) {
-	c, err := valkey.NewClient(valkey.ClientOption{
+	return DialControlVia(ctx, w, nil)
+}
+
+// Dialer opens a connection; a network namespace or a tunnel provides one.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// DialControlVia is DialControl through dial (nil: the host's own network),
+// for a server that only another network namespace can reach.
+func DialControlVia(ctx context.Context, w Workload, dial Dialer) (*Control, error) {
+	opt := valkey.ClientOption{
 		InitAddress:       []string{w.Addr()},
 		Username:          w.User,
 		Password:          w.Password,
@@ -30,7 +40,13 @@ func DialControl(ctx context.Context, w Workload) (*Control, error) {
 		AlwaysRESP2:       true, // older servers and proxies speak RESP2 only
 		Dialer:            net.Dialer{Timeout: 5 * time.Second},
 		ClientName:        "linerate-control",
-	})
+	}
+	if dial != nil {
+		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		}
+	}
+	c, err := valkey.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("connect control plane to %s: %w", w.Addr(), err)
 	}

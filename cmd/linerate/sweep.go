@@ -14,6 +14,7 @@ import (
 
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/sweeps/parts"
 	"github.com/linerate/linerate/tuning"
 )
@@ -44,12 +45,6 @@ unless --redo. docs/sweeps.md describes the file format.
 
 Flags:
 `
-
-// sweepParts supplies the server starter and the bencher for sweep run and
-// soak: infra's launchers and lab.Run, through sweeps/parts.
-var sweepParts = func(ctx context.Context, p *sweeps.Plan) (sweeps.ServerStarter, sweeps.Bencher, error) {
-	return sweepStarter, parts.Bencher{}, nil
-}
 
 // sweepStarter also resolves selectors to exact versions so cell IDs carry
 // them (valkey@9.1 -> valkey-9.1.2).
@@ -120,8 +115,8 @@ func runSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 
-	if c.Provider.Kind != sweeps.ProviderLocal {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %s: provider %s: sweep run drives the local provider so far; netns, ssh and aws hosts plug into the runner next (linerate infra up brings them up today)\n", fs.Arg(1), c.Provider.Kind)
+	if k := c.Provider.Kind; k != sweeps.ProviderLocal && k != sweeps.ProviderNetns {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %s: provider %s: sweep run drives the local and netns providers so far; ssh and aws hosts plug into the runner next (linerate infra up brings them up today)\n", file, k)
 		return 2
 	}
 	dir := *out
@@ -135,22 +130,30 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
-	starter, bencher, err := sweepParts(ctx, p)
+	place, err := parts.Place(ctx, c, dir, sweepStarter)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
 		return 1
 	}
-	host := sweeps.LocalHostFacts("/", "server+client")
-	// The page-fault label needs this host's price of a fresh page.
-	if c, err := hostmetrics.MeasureFaultCost(0); err == nil {
-		host.MinorFaultCost = c
+	defer func() {
+		// Always, Ctrl-C included: hosts must not outlive the run.
+		dctx, cancel := infra.TeardownContext(ctx)
+		defer cancel()
+		if err := place.Down(dctx); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: take the hosts down: %v\n", err)
+		}
+	}()
+	// The page-fault label needs this machine's price of a fresh page.
+	faultCost, _ := hostmetrics.MeasureFaultCost(0)
+	for i := range place.Hosts {
+		place.Hosts[i].MinorFaultCost = faultCost
 	}
 	r := &sweeps.Runner{
-		Plan: p, Store: st, Servers: starter, Bench: bencher,
+		Plan: p, Store: st, Servers: sweepStarter, Bench: place.Bencher,
 		Sampler:     hostmetrics.FS{Root: "/"},
 		Progress:    sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)),
-		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: []sweeps.HostFacts{host}},
-		FaultCost:   host.MinorFaultCost,
+		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: place.Hosts},
+		FaultCost:   faultCost,
 		MaxAttempts: *maxAttempts,
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
@@ -241,12 +244,25 @@ func runSoak(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, fs.Arg(0))
-	starter, bencher, err := sweepParts(ctx, nil)
+	// The soak runs where the campaign ran: its own hosts, brought up again.
+	c, err := sweeps.LoadCampaign(filepath.Join(fs.Arg(0), "campaign.yaml"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		return 1
 	}
-	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: starter, Bench: bencher, Sampler: hostmetrics.FS{Root: "/"}}
+	place, err := parts.Place(ctx, c, fs.Arg(0), sweepStarter)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
+		return 1
+	}
+	defer func() {
+		dctx, cancel := infra.TeardownContext(ctx)
+		defer cancel()
+		if err := place.Down(dctx); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate soak: take the hosts down: %v\n", err)
+		}
+	}()
+	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: sweepStarter, Bench: place.Bencher, Sampler: hostmetrics.FS{Root: "/"}}
 	if c, err := hostmetrics.MeasureFaultCost(0); err == nil {
 		s.FaultCost = c
 	}

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -40,6 +41,24 @@ type Local struct {
 	Binary   string               // absolute path of the server executable
 	Identity infra.ServerIdentity // what records say ran; Kind/Version fill settings left empty
 	ProcRoot string               // default /proc; a fixture tree in tests
+	// Net, when set, runs the server in another network namespace of this
+	// machine (the netns provider's server host); nil: this one's.
+	Net *NetPlace
+}
+
+// NetPlace is a network namespace as a launcher needs it: how to start a
+// process inside, and how to reach and probe ports from inside.
+type NetPlace struct {
+	Wrap   []string // argv prefix, e.g. ip netns exec NAME
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Listen func(network, addr string) (net.Listener, error)
+}
+
+func (n *NetPlace) listen(network, addr string) (net.Listener, error) {
+	if n == nil || n.Listen == nil {
+		return net.Listen(network, addr)
+	}
+	return n.Listen(network, addr)
 }
 
 // Start implements infra.Launcher.
@@ -61,12 +80,12 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
 	}
 	if s.Port == 0 {
-		p, err := FreePort(s.Bind)
+		p, err := freePortIn(l.Net, s.Bind)
 		if err != nil {
 			return nil, err
 		}
 		s.Port = p
-	} else if err := portFree(s.Bind, s.Port); err != nil {
+	} else if err := portFree(l.Net, s.Bind, s.Port); err != nil {
 		return nil, err
 	}
 	args, err := s.Args()
@@ -89,7 +108,12 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	}
 	defer logf.Close()
 
-	cmd := exec.Command(l.Binary, args...)
+	argv := append([]string{l.Binary}, args...)
+	if l.Net != nil {
+		// ip netns exec execs the server: the PID stays the server's.
+		argv = append(append([]string(nil), l.Net.Wrap...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = logDir // anything the server writes (dump files) stays beside the log
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), s.Env...)
@@ -108,7 +132,7 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	id.BinarySHA = fileSHA256(l.Binary)
 	srv := &localServer{
 		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
-		procRoot: l.ProcRoot,
+		procRoot: l.ProcRoot, net: l.Net,
 	}
 	if srv.procRoot == "" {
 		srv.procRoot = "/proc"
@@ -184,8 +208,10 @@ func startPinned(cmd *exec.Cmd, cpus string) error {
 }
 
 // FreePort asks the kernel for a free TCP port on bind.
-func FreePort(bind string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(bind, "0"))
+func FreePort(bind string) (int, error) { return freePortIn(nil, bind) }
+
+func freePortIn(n *NetPlace, bind string) (int, error) {
+	ln, err := n.listen("tcp", net.JoinHostPort(bind, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find a free port on %s: %w", bind, err)
 	}
@@ -193,8 +219,8 @@ func FreePort(bind string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func portFree(bind string, port int) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(port)))
+func portFree(n *NetPlace, bind string, port int) error {
+	ln, err := n.listen("tcp", net.JoinHostPort(bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("%w: %s:%d (%v); pick another port or stop what listens there", ErrPortInUse, bind, port, err)
 	}
@@ -219,6 +245,7 @@ type localServer struct {
 	settings infra.ServerSettings
 	logPath  string
 	procRoot string
+	net      *NetPlace
 	facts    infra.ServerFacts
 
 	mu       sync.Mutex
@@ -267,6 +294,12 @@ func (s *localServer) client(timeout time.Duration) (valkey.Client, error) {
 		Password:          s.settings.RequirePass,
 		Dialer:            net.Dialer{Timeout: timeout},
 		ConnWriteTimeout:  10 * time.Second,
+	}
+	if s.net != nil && s.net.Dial != nil {
+		dial := s.net.Dial
+		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		}
 	}
 	if s.settings.User != nil {
 		opt.Username, opt.Password = s.settings.User.Name, s.settings.User.Password

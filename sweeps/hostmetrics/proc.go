@@ -8,7 +8,9 @@ package hostmetrics
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -83,7 +85,16 @@ func (f FS) Snapshot(pid int) (*Snapshot, error) {
 	if s.Cores, err = f.Cores(); err != nil {
 		return nil, err
 	}
-	if s.NICs, err = f.NICs(); err != nil {
+	// The server's own view of the network: in another namespace (the
+	// netns provider) its veth is there and not in ours.
+	err = fs.ErrNotExist
+	if pid > 0 {
+		s.NICs, err = f.nicsAt(f.path("proc", strconv.Itoa(pid), "net", "dev"))
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		s.NICs, err = f.NICs()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -213,8 +224,10 @@ func ParseProcStat(b []byte) ([]CoreSample, error) {
 }
 
 // NICs reads byte counters from /proc/net/dev.
-func (f FS) NICs() ([]NICSample, error) {
-	b, err := os.ReadFile(f.path("proc", "net", "dev"))
+func (f FS) NICs() ([]NICSample, error) { return f.nicsAt(f.path("proc", "net", "dev")) }
+
+func (f FS) nicsAt(path string) ([]NICSample, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read NIC counters: %w", err)
 	}

@@ -35,6 +35,11 @@ type Starter struct {
 	Docker infra.Runner
 	// StartTimeout bounds one server start; 0 = the launcher's default.
 	StartTimeout time.Duration
+	// Net and Bind place servers in another network namespace of this
+	// machine (the netns provider's server host) at its data address;
+	// nil and "": this host's own network and loopback.
+	Net  *launch.NetPlace
+	Bind string
 
 	once  sync.Once
 	store *servers.Store
@@ -109,6 +114,9 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	dir := filepath.Join(logDir, pv.Segment+"-"+time.Now().UTC().Format("20060102T150405.000Z"))
 	set := Settings(pv, dir)
 	set.StartTimeout = s.StartTimeout
+	if s.Bind != "" {
+		set.Bind = s.Bind
+	}
 	var l infra.Launcher
 	v := pv.Spec
 	switch {
@@ -117,7 +125,9 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 		if err != nil {
 			return nil, err
 		}
-		l = inst.Launcher()
+		local := inst.Launcher()
+		local.Net = s.Net
+		l = local
 	case v.Image != "":
 		r := s.Docker
 		if r == nil {
@@ -129,7 +139,7 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 		}
 	default:
 		kind := kindOfBinary(v.Binary)
-		l = &launch.Local{Binary: v.Binary, Identity: infra.ServerIdentity{Kind: kind, Source: "path", Build: v.Binary}}
+		l = &launch.Local{Binary: v.Binary, Identity: infra.ServerIdentity{Kind: kind, Source: "path", Build: v.Binary}, Net: s.Net}
 		if set.Kind == "" {
 			set.Kind = kind
 		}
@@ -145,6 +155,9 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	}
 	port, _ := strconv.Atoi(portS)
 	r := &running{srv: srv, host: host, port: port, exited: make(chan error, 1)}
+	if s.Net != nil {
+		r.dial = s.Net.Dial
+	}
 	go r.watch()
 	return r, nil
 }
@@ -154,6 +167,7 @@ type running struct {
 	srv    infra.Server
 	host   string
 	port   int
+	dial   lab.Dialer // nil: this host's network
 	exited chan error
 }
 
@@ -206,7 +220,7 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 }
 
 func (r *running) FlushAll(ctx context.Context) error {
-	ctl, err := lab.DialControl(ctx, lab.Workload{Host: r.host, Port: r.port})
+	ctl, err := lab.DialControlVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -177,4 +179,79 @@ func TestRealServerKilledMidCell(t *testing.T) {
 		t.Errorf("reason %q", reason)
 	}
 	t.Logf("%s", sweeps.SummaryText(sum))
+}
+
+// The netns placement: servers start in the server namespace on
+// 198.18.0.1, `linerate bench` runs in the client namespace, the server's
+// NIC counters are its veth's, and the namespaces are gone afterwards.
+func TestRealCampaignOnNetnsPair(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("network namespaces need root; CI runs as root")
+		}
+		t.Skip("network namespaces need root")
+	}
+	bin := redisBinary(t)
+	lr := labtest.Binary(t)
+	src := strings.Replace(spec(bin), "name: e2e\n", "name: e2e-netns\nprovider: {kind: netns, binary: "+lr+"}\n", 1)
+	c, err := sweeps.ParseCampaign("e2e-netns.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sweeps.NewPlan(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st := &Starter{}
+	place, err := Place(context.Background(), c, dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	downed := false
+	t.Cleanup(func() {
+		if !downed {
+			_ = place.Down(context.Background())
+		}
+	})
+	store, err := sweeps.OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: st, Bench: place.Bencher, Sampler: hostmetrics.FS{Root: "/"},
+		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: place.Hosts}}
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 8 || len(sum.Failed) != 0 {
+		t.Fatalf("%s", sweeps.SummaryText(sum))
+	}
+	run, err := sweeps.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range run.Sorted() {
+		if rec.Result.Workload.Host != "198.18.0.1" {
+			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)
+		}
+		var veth *hostmetrics.NICRate
+		for i, n := range rec.Host.NICs {
+			if n.Name == "lr-srv" {
+				veth = &rec.Host.NICs[i]
+			}
+		}
+		if veth == nil || veth.TxBytes+veth.RxBytes == 0 {
+			t.Errorf("%s: no traffic on the server's veth: %+v", rec.CellID, rec.Host.NICs)
+		}
+	}
+	if err := place.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	downed = true
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	if strings.Contains(string(out), "lr-"+strconv.Itoa(os.Getpid())) {
+		t.Errorf("namespaces left after Down:\n%s", out)
+	}
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
-	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/sweeps/parts"
 	"github.com/linerate/linerate/tuning"
 )

@@ -66,7 +66,6 @@ func NetPlace(h *netns.Host) *launch.NetPlace {
 	}
 }
 
-
 // Placement is where a campaign's servers and load run.
 type Placement struct {
 	Bencher sweeps.Bencher

@@ -90,7 +90,7 @@ func (e *engine) collect(res *Result) {
 		if or.Latency, err = Summarize(lat); err != nil {
 			res.Notes = append(res.Notes, err.Error())
 		}
-		if op == OpGet {
+		if op == OpGet && e.loop == nil { // valkey-go does not show the first reply byte
 			s, err := Summarize(ttfb)
 			if err != nil {
 				res.Notes = append(res.Notes, err.Error())
@@ -152,6 +152,11 @@ func (e *engine) collect(res *Result) {
 		cu.CPUSecPerGB = round3((proc.user + proc.sys).Seconds() / (float64(totalPayload) / 1e9))
 	}
 	for _, wk := range e.workers {
+		if e.loop != nil {
+			// valkey-go runs goroutines, not pinned threads: there is no
+			// per-worker CPU to report, so none is (absent, not zero).
+			break
+		}
 		u := wk.usageEnd.sub(wk.usageStart)
 		wu := WorkerUsage{Worker: wk.id, Connections: len(wk.conns), UserSec: round3(u.user.Seconds()),
 			SysSec: round3(u.sys.Seconds()), MinorFaults: u.minflt}
@@ -167,6 +172,9 @@ func (e *engine) collect(res *Result) {
 	}
 	res.Client = cu
 	res.Notes = append(res.Notes, clientNotes(cu)...)
+	if e.loop != nil {
+		res.Notes = append(res.Notes, "valkey-go engine: no per-worker CPU or TTFB; a client limit cannot be told from this record (use the raw engine)")
+	}
 }
 
 // clientNotes flags a run whose figure may be the client's, not the server's.

@@ -158,8 +158,8 @@ func (c *Control) ServerInfo(ctx context.Context) (*ServerInfo, error) {
 	si.Name, si.Version = "redis", si.Info["redis_version"]
 	if v, ok := si.Info["valkey_version"]; ok {
 		si.Name, si.Version = "valkey", v
-	} else if si.Info["server_name"] == "valkey" {
-		si.Name = "valkey"
+	} else if n := si.Info["server_name"]; n == "valkey" || n == SinkName {
+		si.Name = n
 	}
 	for _, k := range configKeys {
 		m, err := c.ConfigGet(ctx, k)

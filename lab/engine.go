@@ -669,8 +669,9 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 		ps.errs[kind]++
 	}
 	if phase != phMeasure {
-		if phase != phDrain {
-			w.progOps.Add(1)
+		if phase != phDrain && kind == ok && !miss {
+			w.progOps.Add(1) // progress lines count warmup too, bytes and ops alike
+			w.progBytes.Add(uint64(w.layout.Size))
 		}
 		return
 	}

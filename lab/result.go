@@ -42,7 +42,7 @@ type EngineInfo struct {
 	Name string `json:"name"` // raw or valkey-go
 	// Discard is how GET payloads left the socket: msg_trunc (dropped in
 	// the kernel), read (copied into a reused buffer) or client (valkey-go).
-	Discard string `json:"discard"`
+	Discard string `json:"discard,omitempty"` // absent when nothing was measured
 }
 
 // BuildInfo identifies the binary that measured.
@@ -162,8 +162,8 @@ type ClientUsage struct {
 	MinorFaults      int64         `json:"minor_faults"`
 	MinorFaultsPerOp float64       `json:"minor_faults_per_op"`
 	CPUSecPerGB      float64       `json:"cpu_sec_per_gb"`
-	Workers          []WorkerUsage `json:"workers"`
-	MaxWorkerBusy    float64       `json:"max_worker_busy"` // fraction of one CPU, busiest worker
+	Workers          []WorkerUsage `json:"workers,omitempty"` // absent for the valkey-go engine
+	MaxWorkerBusy    float64       `json:"max_worker_busy"`   // fraction of one CPU, busiest worker
 }
 
 // WorkerUsage is one worker thread's CPU over the measured window.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,9 @@ func Run(ctx context.Context, given Workload, opt RunOptions) (*Result, error) {
 
 	ctl, err := DialControl(ctx, w)
 	if err != nil {
+		if strings.Contains(err.Error(), "NOAUTH") {
+			err = fmt.Errorf("%w (the server wants a password: -a, --user, or $LINERATE_PASSWORD)", err)
+		}
 		return fail(StopSetupFailed, err)
 	}
 	defer ctl.Close()
@@ -115,6 +119,7 @@ func newResult(w Workload, opt RunOptions) *Result {
 		Phases:   map[Phase]*PhaseTotals{},
 		Errors:   map[ErrorKind]uint64{},
 		Engine:   EngineInfo{Name: w.Engine},
+		Window:   Window{Warmup: w.Warmup, Requested: w.Duration},
 	}
 }
 
@@ -423,10 +428,11 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(P
 	e.runWorkers(ctx, s, func(el time.Duration) {
 		ops, byt := e.progressOps(), e.progressBytes()
 		if progress != nil {
-			phase := "measure"
-			if el < time.Duration(warm) {
+			// The line is about the second that just ended.
+			phase, from := "measure", el-time.Second
+			if from < time.Duration(warm) {
 				phase = "warmup "
-			} else if el >= time.Duration(end) {
+			} else if from >= time.Duration(end) {
 				phase = "drain  "
 			}
 			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %7d ops/s\n", phase, el.Seconds(),

@@ -215,7 +215,7 @@ func (sc *sinkConn) dispatch(dropped int64) error {
 	case "CONFIG":
 		return sc.simple("*0")
 	case "INFO":
-		info := "# Server\r\nredis_version:0.0.0\r\nserver_name:linerate-sink\r\nio_threads_active:0\r\n"
+		info := "# Server\r\nredis_version:0.0.0\r\nserver_name:" + SinkName + "\r\nio_threads_active:0\r\n"
 		return sc.simple("$" + strconv.Itoa(len(info)) + "\r\n" + info)
 	}
 	return sc.simple("-ERR unknown command '" + cmd + "' (linerate sink answers GET, SET, PING, INFO, DBSIZE)")

@@ -12,9 +12,13 @@ import (
 // then errors, client cost and notes.
 func WriteSummary(out io.Writer, r *Result) {
 	w := r.Workload
-	fmt.Fprintf(out, "linerate %s  %s  engine %s (%s)\n", r.Linerate.Version, r.RunID, r.Engine.Name, r.Engine.Discard)
+	fmt.Fprintf(out, "linerate %s  %s  engine %s", r.Linerate.Version, r.RunID, r.Engine.Name)
+	if r.Engine.Discard != "" {
+		fmt.Fprintf(out, " (%s)", r.Engine.Discard)
+	}
+	fmt.Fprintln(out)
 	if r.Server != nil {
-		fmt.Fprintf(out, "server    %s %s at %s", r.Server.Name, r.Server.Version, w.Addr())
+		fmt.Fprintf(out, "server    %s at %s", r.ServerLabel(), w.Addr())
 		if t := r.Server.Config["io-threads"]; t != "" {
 			fmt.Fprintf(out, "  io-threads %s", t)
 		}
@@ -57,11 +61,19 @@ func WriteSummary(out io.Writer, r *Result) {
 		fmt.Fprintf(out, "\nerrors    %s (whole run, all phases)\n", strings.Join(kinds, " "))
 	}
 	if g := r.Ops[OpGet]; g != nil && g.Misses > 0 {
-		fmt.Fprintf(out, "misses    %d GETs found no key (not counted as throughput)\n", g.Misses)
+		fmt.Fprintf(out, "misses    %d GETs found no key (not counted as throughput)", g.Misses)
+		if g.Ops == 0 {
+			fmt.Fprint(out, "; every GET missed: write the keys first with --prefill")
+		}
+		fmt.Fprintln(out)
 	}
 	c := r.Client
-	fmt.Fprintf(out, "\nclient    %.2f CPU-s (%.2f user, %.2f sys)  %.3f CPU-s/GB  busiest worker %.0f%%  %.2f minor faults/op\n",
-		c.ProcessUserSec+c.ProcessSysSec, c.ProcessUserSec, c.ProcessSysSec, c.CPUSecPerGB, c.MaxWorkerBusy*100, c.MinorFaultsPerOp)
+	fmt.Fprintf(out, "\nclient    %.2f CPU-s (%.2f user, %.2f sys)  %.3f CPU-s/GB  %.2f minor faults/op",
+		c.ProcessUserSec+c.ProcessSysSec, c.ProcessUserSec, c.ProcessSysSec, c.CPUSecPerGB, c.MinorFaultsPerOp)
+	if len(c.Workers) > 0 {
+		fmt.Fprintf(out, "  busiest worker %.0f%%", c.MaxWorkerBusy*100)
+	}
+	fmt.Fprintln(out)
 	for _, n := range r.Notes {
 		fmt.Fprintf(out, "note      %s\n", n)
 	}
@@ -91,10 +103,18 @@ func FormatUs(us float64) string {
 // `linerate sink`, the client's own ceiling on this host pair.
 func CeilingNotes(r, sink *Result) []string {
 	var notes []string
+	if sink.Workload.ValueSz != r.Workload.ValueSz {
+		return []string{fmt.Sprintf("ceiling: not compared: the sink record is of %s values, this run of %s; calibrate with the same -s",
+			sink.Workload.ValueSz, r.Workload.ValueSz)}
+	}
 	for op, o := range r.Ops {
 		s, found := sink.Ops[op]
 		if !found || s.Gbps <= 0 {
 			notes = append(notes, fmt.Sprintf("ceiling: the sink record has no %s figure to compare with", op))
+			continue
+		}
+		if o.Ops == 0 {
+			notes = append(notes, fmt.Sprintf("ceiling: %s completed no request: nothing to compare", op))
 			continue
 		}
 		frac := o.Gbps / s.Gbps
@@ -107,4 +127,21 @@ func CeilingNotes(r, sink *Result) []string {
 	}
 	sort.Strings(notes)
 	return notes
+}
+
+// SinkName is what linerate sink calls itself in INFO server.
+const SinkName = "linerate-sink"
+
+// FromSink says whether the record is of a run against linerate sink.
+func (r *Result) FromSink() bool { return r.Server != nil && r.Server.Name == SinkName }
+
+// ServerLabel names the server of a record: "valkey 9.1.2", "linerate-sink".
+func (r *Result) ServerLabel() string {
+	switch {
+	case r.Server == nil:
+		return "an unknown server"
+	case r.FromSink():
+		return SinkName
+	}
+	return r.Server.Name + " " + r.Server.Version
 }

@@ -3,10 +3,9 @@ package sweeps
 import (
 	"bufio"
 	"bytes"
+	"github.com/linerate/linerate/lab"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,23 +23,9 @@ type Build struct {
 // ThisBuild reads the binary's own build info (vcs.revision is present when
 // built from a git checkout with -buildvcs).
 func ThisBuild() Build {
-	b := Build{Version: "devel", GoVersion: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return b
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		b.Version = v
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.Commit = s.Value
-		case "vcs.modified":
-			b.Modified = s.Value == "true"
-		}
-	}
-	return b
+	lb := lab.Build() // one notion of "this binary" for bench records and run records
+	commit, dirty := strings.CutSuffix(lb.Commit, "-dirty")
+	return Build{Version: lb.Version, Commit: commit, Modified: dirty, GoVersion: lb.GoVersion}
 }
 
 // HostFacts is one host of the run.

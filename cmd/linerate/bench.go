@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/linerate/linerate/lab"
 	"github.com/spf13/pflag"
@@ -52,12 +53,23 @@ func runBench(ctx context.Context, args []string) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(os.Stderr, "linerate bench: %v (see linerate bench --help)\n", err)
+		hint := ""
+		if strings.Contains(err.Error(), "in -h") {
+			hint = "; -h is the host, as in the study's client, and help is --help"
+		}
+		fmt.Fprintf(os.Stderr, "linerate bench: %v%s (see linerate bench --help)\n", err, hint)
 		return lab.ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
 		return lab.ExitUsage
+	}
+	// A zero typed on the command line is a mistake, not "the default".
+	for _, name := range []string{"value-size", "duration", "connections", "pipeline", "threads", "keyspace", "key-size", "request-timeout"} {
+		if f := fs.Lookup(name); fs.Changed(name) && (f.Value.String() == "0" || f.Value.String() == "0s" || f.Value.String() == "0B") {
+			fmt.Fprintf(os.Stderr, "linerate bench: --%s 0: must be positive (see linerate bench --help)\n", name)
+			return lab.ExitUsage
+		}
 	}
 	if w.Password == "" {
 		w.Password = os.Getenv("LINERATE_PASSWORD")
@@ -65,7 +77,10 @@ func runBench(ctx context.Context, args []string) int {
 	var sink *lab.Result
 	if *ceiling != "" {
 		var err error
-		if sink, err = readResult(*ceiling); err != nil {
+		if sink, err = readResult(*ceiling); err == nil && !sink.FromSink() {
+			err = fmt.Errorf("%s is a record of a run against %s, not against linerate sink", *ceiling, sink.ServerLabel())
+		}
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate bench: --ceiling: %v\n", err)
 			return lab.ExitUsage
 		}
@@ -74,7 +89,7 @@ func runBench(ctx context.Context, args []string) int {
 	if *jsonOut == "-" {
 		summary = os.Stderr
 	}
-	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, args...)}
+	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, redactPassword(args)...)}
 	if !*quiet {
 		opt.Progress = os.Stderr
 	}
@@ -90,7 +105,9 @@ func runBench(ctx context.Context, args []string) int {
 	if sink != nil {
 		res.Notes = append(res.Notes, lab.CeilingNotes(res, sink)...)
 	}
-	lab.WriteSummary(summary, res)
+	if res.Stop.Reason != lab.StopSetupFailed {
+		lab.WriteSummary(summary, res)
+	}
 	if *jsonOut != "" {
 		if werr := writeJSON(*jsonOut, res); werr != nil {
 			fmt.Fprintf(os.Stderr, "linerate bench: write record: %v\n", werr)
@@ -101,6 +118,26 @@ func runBench(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
 	}
 	return res.Stop.ExitCode
+}
+
+// redactPassword keeps the command line for the record without the secret.
+func redactPassword(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "-a" || a == "--password":
+			if i+1 < len(out) {
+				out[i+1] = "REDACTED"
+				i++
+			}
+		case strings.HasPrefix(a, "--password="):
+			out[i] = "--password=REDACTED"
+		case strings.HasPrefix(a, "-a") && len(a) > 2:
+			out[i] = "-aREDACTED"
+		}
+	}
+	return out
 }
 
 func readResult(path string) (*lab.Result, error) {

@@ -30,7 +30,7 @@ left out (they measured the client) and counted as +Nc.
 
 Examples:
   linerate compare runs/local
-  linerate compare runs/local --baseline valkey-8.1.8 --metric p99
+  linerate compare runs/local --baseline valkey-8.1.1 --metric p99
   linerate compare runs/study-monday runs/study-tuesday --json
 
 Flags:
@@ -40,7 +40,7 @@ func runCompare(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SortFlags = false
 	metric := fs.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s) or p99 (ms)")
-	baseline := fs.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.8)")
+	baseline := fs.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
 	alpha := fs.Float64("alpha", 0.05, "significance level for the * mark")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, compareUsage); fs.PrintDefaults() }

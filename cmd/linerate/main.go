@@ -23,31 +23,39 @@ var commands = map[string]command{}
 
 func register(c command) { commands[c.name] = c }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "linerate measures how fast Valkey/Redis servers move large values (1-64 MB).\n\n")
-	fmt.Fprintf(os.Stderr, "Usage: linerate <command> [flags]   (linerate <command> --help for its flags)\n\nCommands:\n")
+func usage(out *os.File) {
+	fmt.Fprintf(out, "linerate measures how fast Valkey/Redis servers move large values (1-64 MB).\n\n")
+	fmt.Fprintf(out, "Usage: linerate <command> [flags]   (linerate <command> --help for its flags)\n\nCommands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(out, "  %-10s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprint(out, `
+Start here:
+  make demo                                  # five versions, a local campaign, charts, report
+  linerate bench -p 6379 -s 8MiB -d 5s       # one measurement against a running server
+  linerate servers install valkey@9.1        # a server version, unpacked privately
+  linerate sweep plan sweeps/campaigns/local.yaml
+`)
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "--help" || os.Args[1] == "-help" || os.Args[1] == "help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	if a := os.Args[1]; a == "--help" || a == "-help" || a == "help" {
+		usage(os.Stdout)
 		return
 	}
 	c, ok := commands[os.Args[1]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "linerate: unknown command %q\n\n", os.Args[1])
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	// The first Ctrl-C cancels the context so work stops cleanly and records

@@ -211,7 +211,7 @@ you quote.
 
 Examples:
   linerate soak runs/study --cell valkey-9.1.0/GET/8MB/r1 --duration 15m
-  linerate soak runs/local --cell valkey@9.1/SET/64MiB/r1 --duration 2m
+  linerate soak runs/local --cell valkey-9.1.2/SET/64MiB/r1 --duration 2m   # IDs as sweep plan prints them; at least 10s
 
 Flags:
 `

@@ -37,8 +37,8 @@ NIC's NUMA node; docs/tuning.md has the fields and the rules.
 
 Examples:
   linerate tune plan   --profile tuning/profiles/study-c8gn.yaml
-  sudo linerate tune apply  --profile study-c8gn.yaml --snapshot /var/tmp/tune.json
-  linerate tune verify --profile study-c8gn.yaml --json
+  sudo linerate tune apply  --profile tuning/profiles/study-c8gn.yaml --snapshot /var/tmp/tune.json
+  linerate tune verify --profile tuning/profiles/study-c8gn.yaml --json
   sudo linerate tune revert --snapshot /var/tmp/tune.json
   linerate tune plan --profile p.yaml --root /tmp/fixture   # a fixture tree
 

@@ -12,6 +12,9 @@ import (
 const (
 	clientBusyLimit  = 0.90 // a worker this busy may be what limited the run
 	faultsPerOpLimit = 1.0  // more than this means the client touched fresh memory per request
+	// minOpsForFigure: fewer completed requests make a coarse figure, and
+	// the record says so.
+	minOpsForFigure = 20
 )
 
 // collect merges the workers' state into res, after they stopped.
@@ -96,6 +99,10 @@ func (e *engine) collect(res *Result) {
 				res.Notes = append(res.Notes, err.Error())
 			}
 			or.TTFB = &s
+		}
+		if window > 0 && or.Ops > 0 && or.Ops < minOpsForFigure {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: only %d requests completed in the %s window: one more or less moves the figure by %.0f%%; lengthen -d",
+				op, or.Ops, window.Round(time.Millisecond), 100/float64(or.Ops)))
 		}
 		if clamped > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: %d latencies above one hour were recorded as one hour", op, clamped))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -243,5 +244,27 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	}
 	if res.Ops[OpGet].Ops == 0 {
 		t.Fatal("no requests after the reconnect")
+	}
+}
+
+// A window with few completed requests is a coarse figure, and the record
+// says so.
+func TestFewRequestsAreNoted(t *testing.T) {
+	layout := NewValueLayout(4096, 3)
+	p := startPeer(t, layout, 0, func(_ int, k uint32, l *ValueLayout) []byte {
+		time.Sleep(60 * time.Millisecond)
+		return goodValue(k, l)
+	})
+	res := runAgainst(t, p, Workload{})
+	n := res.Ops[OpGet].Ops
+	if n == 0 || n >= minOpsForFigure {
+		t.Fatalf("%d ops: the test needs a handful", n)
+	}
+	found := false
+	for _, note := range res.Notes {
+		found = found || strings.Contains(note, "requests completed in the")
+	}
+	if !found {
+		t.Errorf("no coarse-figure note in %q", res.Notes)
 	}
 }

@@ -2,6 +2,7 @@ package sweeps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,6 +58,9 @@ func SoakDrift(res *lab.Result, opt stats.DriftOptions) (map[lab.Op]stats.Drift,
 	return drift, held
 }
 
+// ErrNoSuchCell is a soak of a cell the run directory does not have.
+var ErrNoSuchCell = errors.New("no such cell")
+
 // Soak reruns one cell of a run directory for a long window.
 type Soak struct {
 	Store    *Store
@@ -80,7 +84,7 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 	}
 	cell := run.Cells[s.CellID]
 	if cell == nil {
-		return nil, fmt.Errorf("%s has no cell %s; it has %s", s.Store.Dir, s.CellID, someIDs(run, 5))
+		return nil, fmt.Errorf("%w: %s has no cell %s; it has %s", ErrNoSuchCell, s.Store.Dir, s.CellID, someIDs(run, 5))
 	}
 	src, err := os.ReadFile(filepath.Join(s.Store.Dir, CampaignFile))
 	if err != nil {

@@ -211,7 +211,12 @@ you quote.
 
 Examples:
   linerate soak runs/study --cell valkey-9.1.0/GET/8MB/r1 --duration 15m
-  linerate soak runs/local --cell valkey-9.1.2/SET/64MiB/r1 --duration 2m   # IDs as sweep plan prints them; at least 10s
+  linerate soak runs/local --cell valkey-9.1.2/SET/64MiB/r1 --duration 2m   # IDs as sweep plan prints them
+
+--duration is at least 10s: drift needs a series. The soak runs on the
+campaign's own provider (its netns pair is brought up again).
+Exit codes: 0 the soak ran (the report says whether it drifted); 1 it
+failed (server, bench); 2 bad input (flags, a cell ID the run lacks).
 
 Flags:
 `
@@ -269,6 +274,9 @@ func runSoak(ctx context.Context, args []string) int {
 	rec, err := s.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
+		if errors.Is(err, sweeps.ErrNoSuchCell) {
+			return 2
+		}
 		return 1
 	}
 	fmt.Print(sweeps.SoakText(rec))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"reflect"
 
 	"github.com/spf13/pflag"
@@ -41,6 +42,7 @@ Examples:
   linerate tune verify --profile tuning/profiles/study-c8gn.yaml --json
   sudo linerate tune revert --snapshot /var/tmp/tune.json
   linerate tune plan --profile p.yaml --root /tmp/fixture   # a fixture tree
+  linerate tune plan --profile tuning/profiles/study-c8gn.yaml --root tuning/testdata/graviton-c8gn16xl.txtar
 
 A minimal profile (everything else derived):
   nic: ens50            # or  nic_address: 10.0.1.15
@@ -87,8 +89,21 @@ func runTune(ctx context.Context, args []string) int {
 	if *root == "" {
 		return bad("--root: empty (give a directory; default /)")
 	}
+	if strings.HasSuffix(*root, ".txtar") {
+		// A fixture archive (tuning/testdata): expand it to try the
+		// operations on that host; changes land in the copy.
+		dir, err := os.MkdirTemp("", "linerate-fixture-")
+		if err == nil {
+			err = tuning.ExpandFixtureFile(*root, dir)
+		}
+		if err != nil {
+			return bad("--root %s: %v", *root, err)
+		}
+		fmt.Fprintf(os.Stderr, "tune: fixture %s expanded into %s\n", *root, dir)
+		*root = dir
+	}
 	if st, err := os.Stat(*root); err != nil || !st.IsDir() {
-		return bad("--root %s: not a directory", *root)
+		return bad("--root %s: not a directory (nor a .txtar fixture)", *root)
 	}
 	host := tuning.NewLiveHost("/")
 	if filepath.Clean(*root) != "/" {

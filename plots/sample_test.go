@@ -1,0 +1,46 @@
+package plots
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// The committed sample campaign (runs/sample-local, measured on this kind of
+// machine) loads whole and renders: tables with every version, the
+// value-size charts, and a report with them inline.
+func TestCommittedSample(t *testing.T) {
+	c, err := Load("../runs/sample-local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Problems) != 0 {
+		t.Errorf("problems reading the sample: %v", c.Problems)
+	}
+	if n := len(c.Run.Cells); n != 40 {
+		t.Fatalf("%d cells, want 40", n)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, Tables(c)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"valkey-8.0.1", "valkey-8.1.1", "valkey-9.1.2", "redis-7.0.15", "redis-8.0.6", "| 64 MiB |"} {
+		if !strings.Contains(md.String(), v) {
+			t.Errorf("tables lack %q", v)
+		}
+	}
+	w, err := Render(c, Options{Out: t.TempDir(), Formats: []string{"png"}, Kinds: []string{"size"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Charts) != 4 || len(w.Files) != 5 { // GET and SET, Gbps and p99, and tables.md
+		t.Errorf("wrote %d charts, files %v", len(w.Charts), w.Files)
+	}
+	var html bytes.Buffer
+	if err := WriteReport(&html, c, ReportOptions{Kinds: []string{"size"}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(html.String(), "<img") < 4 {
+		t.Errorf("report has %d images", strings.Count(html.String(), "<img"))
+	}
+}

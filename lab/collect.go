@@ -74,6 +74,33 @@ func (e *engine) collect(res *Result) {
 				series[i].Errors += s.errors
 			}
 		}
+		// Each second's p99 from the workers' per-second buckets.
+		counts := make([]uint64, latBuckets)
+		for i := range series {
+			clear(counts)
+			var total uint64
+			for _, wk := range e.workers {
+				st := &wk.measure[opi]
+				if i >= len(st.series) {
+					continue
+				}
+				for b, n := range st.secLat[i*latBuckets : (i+1)*latBuckets] {
+					counts[b] += uint64(n)
+					total += uint64(n)
+				}
+			}
+			if total == 0 {
+				continue
+			}
+			target := (total*99 + 99) / 100 // the rank of the 99th percentile, rounded up
+			var cum uint64
+			for b, n := range counts {
+				if cum += n; cum >= target {
+					series[i].P99 = math.Round(latBucketValue(b))
+					break
+				}
+			}
+		}
 		// The last second may be partial when the window was cut short.
 		for i := range series {
 			span := time.Second

@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"runtime"
 	"sync/atomic"
@@ -84,6 +85,23 @@ const (
 
 type secStat struct{ ops, bytes, errors uint64 }
 
+// Per-second latency is kept in a small log histogram per second: latBuckets
+// buckets from 1 µs to an hour, each ~9% wide, so a second's p99 is within
+// ±5%. The window's own percentiles come from the HDR histograms.
+const latBuckets = 256
+
+var latStep = math.Log(histHighestUs) / latBuckets
+
+func latBucket(us int64) int {
+	if us <= 1 {
+		return 0
+	}
+	return min(int(math.Log(float64(us))/latStep), latBuckets-1)
+}
+
+// latBucketValue is a bucket's geometric middle, in microseconds.
+func latBucketValue(i int) float64 { return math.Exp((float64(i) + 0.5) * latStep) }
+
 // opStats is one operation's figures in the measured window, per worker.
 type opStats struct {
 	lat, ttfb      *hdr.Histogram
@@ -95,6 +113,7 @@ type opStats struct {
 	checked, fails uint64
 	errs           [numErrKinds]uint64
 	series         []secStat
+	secLat         []uint32 // len(series) x latBuckets counts
 }
 
 type phaseStats struct {
@@ -701,6 +720,7 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	if recordUs(st.lat, t-sent) {
 		st.clamped++
 	}
+	st.secLat[sec*latBuckets+latBucket((t-sent)/1000)]++
 	if r.op == opGet && r.firstAt > 0 {
 		recordUs(st.ttfb, r.firstAt-sent)
 	}

@@ -127,3 +127,16 @@ func TestHistogramSummaries(t *testing.T) {
 		t.Error("a corrupt histogram merged")
 	}
 }
+
+func TestLatencyBuckets(t *testing.T) {
+	for _, us := range []int64{1, 2, 10, 999, 1000, 123456, 10_000_000, histHighestUs} {
+		b := latBucket(us)
+		mid := latBucketValue(b)
+		if r := mid / float64(us); us > 20 && (r < 0.95 || r > 1.05) {
+			t.Errorf("%d us lands in bucket %d of middle %.1f us (%.1f%% off)", us, b, mid, (r-1)*100)
+		}
+	}
+	if latBucket(0) != 0 || latBucket(histHighestUs*10) != latBuckets-1 {
+		t.Error("out-of-range values are not clamped to the end buckets")
+	}
+}

@@ -138,6 +138,9 @@ type SecondSample struct {
 	PayloadBytes uint64  `json:"payload_bytes"`
 	Gbps         float64 `json:"gbps"`
 	Errors       uint64  `json:"errors"`
+	// P99 is the second's p99 latency in microseconds, within ±5% (a
+	// 256-bucket log histogram per second); absent when nothing completed.
+	P99 float64 `json:"p99_us,omitempty"`
 }
 
 // ErrorKind classifies a failed request. Failed requests never count as

@@ -398,6 +398,11 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(P
 	for _, wk := range e.workers {
 		for op := range wk.measure {
 			wk.measure[op].series = make([]secStat, secs)
+			lat := make([]uint32, secs*latBuckets)
+			for i := range lat { // fault the pages in now, not mid-window
+				lat[i] = 0
+			}
+			wk.measure[op].secLat = lat
 		}
 	}
 	// The window's edges are the schedule's, cut short by a stop; the

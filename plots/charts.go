@@ -283,9 +283,9 @@ func versionColor(c *Campaign, segment string) int {
 	return -1
 }
 
-// soakCharts draws a soak: Gbps per second against the campaign cell's
-// figure, and p99 of the whole soak against the campaign cell's p99 (the
-// result records per-second throughput only, not per-second latency).
+// soakCharts draws a soak: Gbps and p99 per second against the campaign
+// cell's figures. Records written before per-second p99 existed get the
+// whole soak's p99 against the cell's, as bars.
 func soakCharts(c *Campaign, s *sweeps.SoakRecord) []*Chart {
 	setup := c.Setup()
 	col := versionColor(c, s.Version.Segment)
@@ -333,9 +333,52 @@ func soakCharts(c *Campaign, s *sweeps.SoakRecord) []*Chart {
 	if s.Reason != "" {
 		gb.Caption = append(gb.Caption, "reason: "+s.Reason)
 	}
-	p99.Caption = append(caption, "The result records throughput per second but latency only over the whole window, so p99 is compared as a whole.")
+	p99.Caption = append(caption, "This record has no per-second latency (written before linerate kept it), so p99 is compared as a whole.")
 	p99.Height = 1.8 + 0.3*float64(len(p99.Bars))
+	if perSecond := soakP99Chart(c, s, ops, base, caption, col, maxSec); perSecond != nil {
+		p99 = perSecond
+	}
 	return []*Chart{gb, p99}
+}
+
+// soakP99Chart is p99 per second over a soak, with the campaign cell's p99
+// as a reference line; nil when the record has no per-second p99.
+func soakP99Chart(c *Campaign, s *sweeps.SoakRecord, ops []lab.Op, base string, caption []string, col, maxSec int) *Chart {
+	if s.Result == nil {
+		return nil
+	}
+	ch := &Chart{Kind: "soak", Name: base + "-p99", Width: 8, Height: 4.5,
+		Title:  fmt.Sprintf("Soak %s: p99 per second", s.CellID),
+		XLabel: "second of the measured window", YLabel: "p99 latency (ms)", YMin: 0}
+	hi, any := 0.0, false
+	for i, op := range ops {
+		o := s.Result.Ops[op]
+		if o == nil {
+			continue
+		}
+		ln := Line{Label: fmt.Sprintf("%s %s p99 per second", s.Version.Segment, op), Color: col, Glyph: -1, Dashed: i > 0}
+		for _, smp := range o.Series {
+			y := math.NaN() // a second with nothing completed is a gap
+			if smp.P99 > 0 {
+				y, any = smp.P99/1000, true
+				hi = math.Max(hi, y)
+			}
+			ln.Points = append(ln.Points, XY{float64(smp.Second), y})
+		}
+		ch.Lines = append(ch.Lines, ln)
+		if orig := c.Run.Cells[s.CellID]; orig != nil && orig.Result != nil && orig.Result.Ops[op] != nil {
+			ref := orig.Result.Ops[op].Latency.P99 / 1000
+			ch.Refs = append(ch.Refs, Ref{Label: fmt.Sprintf("%s campaign cell p99 %.3g ms", op, ref), Y: ref, Color: -1, Dashed: true})
+			hi = math.Max(hi, ref)
+		}
+	}
+	if !any {
+		return nil
+	}
+	ch.XMin, ch.XMax = 0, float64(maxSec)
+	ch.YMax = math.Max(hi*1.15, 0.001)
+	ch.Caption = append(caption, "Per-second p99 from a 256-bucket log histogram (within ±5%); the campaign cell's from its HDR histogram.")
+	return ch
 }
 
 func soakOps(s *sweeps.SoakRecord) []lab.Op {

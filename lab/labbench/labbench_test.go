@@ -121,7 +121,7 @@ func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64) measure
 
 var (
 	progressDone = regexp.MustCompile(`\) (\d+) requests`)
-	progressRate = regexp.MustCompile(`overall: ([0-9.]+)\)`)
+	progressRate = regexp.MustCompile(`rps=[0-9.]+ \(overall: ([0-9.]+)\)`) // not avg_msec's "overall"
 )
 
 func lastMatch(re *regexp.Regexp, s string) float64 {

@@ -240,7 +240,7 @@ func BenchmarkVersusPeer(b *testing.B) {
 				gr = fmt.Sprintf("%.2fx", lg/pg)
 				cr = fmt.Sprintf("%.2fx", lc/pc)
 			case pok:
-				gr, cr = "inf", "0x"
+				gr, cr = "inf", "-" // the peer moved nothing: no cost per GB to compare
 			}
 			fmt.Printf("%-5s %-6s %10.2f %10.2f %7s %12.3f %12.3f %7s  %s\n", op, lab.Size(size), lg, pg, gr, lc, pc, cr, strings.Join(dedupe(notes), "; "))
 		}

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
 	"github.com/spf13/pflag"
 )
 
@@ -152,7 +152,7 @@ func readResult(path string) (*lab.Result, error) {
 	return &r, nil
 }
 
-// writeJSON writes v to path atomically (temp file and rename), or to
+// writeJSON writes v to path atomically (temp file, fsync, rename), or to
 // stdout for "-".
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
@@ -164,21 +164,5 @@ func writeJSON(path string, v any) error {
 		_, err = os.Stdout.Write(b)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return sweeps.WriteFileAtomic(path, b)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/plots/internal/fixture"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -523,5 +524,38 @@ func TestReportContents(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+// A soak record from before per-second p99 existed still gets a p99 chart:
+// the whole soak's p99 against the campaign cell's, as bars.
+func TestSoakP99WithoutPerSecondLatency(t *testing.T) {
+	c := load(t, fixtureRun(t))
+	if len(c.Soaks) == 0 {
+		t.Fatal("the fixture has no soak")
+	}
+	old := *c.Soaks[0]
+	res := *old.Result
+	res.Ops = map[lab.Op]*lab.OpResult{}
+	for op, o := range old.Result.Ops {
+		cp := *o
+		cp.Series = append([]lab.SecondSample(nil), o.Series...)
+		for i := range cp.Series {
+			cp.Series[i].P99 = 0
+		}
+		res.Ops[op] = &cp
+	}
+	old.Result = &res
+	charts := soakCharts(c, &old)
+	if len(charts) != 2 {
+		t.Fatalf("%d soak charts", len(charts))
+	}
+	p99 := charts[1]
+	if len(p99.Bars) != 2 || len(p99.Lines) != 0 || !strings.Contains(strings.Join(p99.Caption, " "), "no per-second latency") {
+		t.Errorf("fallback p99 chart: %d bars, %d lines, caption %q", len(p99.Bars), len(p99.Lines), p99.Caption)
+	}
+	// The record with per-second p99 gets lines instead.
+	if now := soakCharts(c, c.Soaks[0])[1]; len(now.Lines) == 0 || len(now.Refs) == 0 {
+		t.Errorf("per-second p99 chart: %d lines, %d refs", len(now.Lines), len(now.Refs))
 	}
 }

@@ -206,14 +206,14 @@ func opSegment(r lab.Ratio) string {
 }
 
 // workload decodes the workload block into axes, in axisDefs order.
-func (d *decoder) workload(n *yaml.Node, path string, lines map[string]int) []Axis {
+func (d *decoder) workload(n *yaml.Node, path string, lines map[string]pos) []Axis {
 	got := map[string]*Axis{}
 	fields := map[string]fieldFunc{}
 	for _, def := range axisDefs {
 		def := def
 		fields[def.name] = func(n *yaml.Node, p string) {
 			a := &Axis{Name: def.name, Line: deref(n).Line}
-			lines[p] = a.Line
+			lines[p] = pos{deref(n).Line, deref(n).Column}
 			seen := map[string]int{}
 			d.list(n, p, func(el *yaml.Node, ep string) {
 				v, err := def.parse(el)

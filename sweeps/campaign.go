@@ -37,7 +37,7 @@ type Campaign struct {
 	// Source is the file as read; the run store keeps it beside the plan.
 	Source []byte `json:"-"`
 
-	lines map[string]int // field path -> line, for errors found after parsing
+	lines map[string]pos // field path -> where it is, for errors found after parsing
 }
 
 // Order is how cells are sequenced.
@@ -165,7 +165,7 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 		root = root.Content[0]
 	}
 	c := &Campaign{File: file, Source: src, Seed: 1, Order: OrderInterleave, Repetitions: 1,
-		lines: map[string]int{}}
+		lines: map[string]pos{}}
 	var estimate *yaml.Node
 	var serverNode *yaml.Node
 	var versionNodes *yaml.Node
@@ -233,7 +233,7 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 		c.Versions = d.versions(versionNodes, "versions", c.Server)
 	}
 	if workloadNode != nil {
-		c.lines["workload"] = deref(workloadNode).Line
+		c.lines["workload"] = pos{deref(workloadNode).Line, deref(workloadNode).Column}
 		c.Axes = d.workload(workloadNode, "workload", c.lines)
 	}
 	if len(d.errs) > 0 {

@@ -36,7 +36,7 @@ func TestCampaignErrors(t *testing.T) {
 		{"zero connections", strings.Replace(goodSpec, "connections: 4", "connections: 0", 1), "t.yaml:8:16: workload.connections: 0 is outside 1-"},
 		{"negative duration", strings.Replace(goodSpec, "duration: 2s", "duration: -2s", 1), "t.yaml:10:13: workload.duration: -2s must be positive"},
 		{"duration as number", strings.Replace(goodSpec, "duration: 2s", "duration: 2", 1), "t.yaml:10:13: workload.duration: want a duration"},
-		{"threads above connections", strings.Replace(goodSpec, "threads: 2", "threads: 8", 1), "t.yaml:9: workload.threads: 8 threads for 4 connections"},
+		{"threads above connections", strings.Replace(goodSpec, "threads: 2", "threads: 8", 1), "t.yaml:9:12: workload.threads: 8 threads for 4 connections"},
 		{"nested list", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[[1MiB]]", 1), "t.yaml:7:16: workload.value-size[0]: want a value, got a list"},
 		{"empty list", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[]", 1), "t.yaml:7:15: workload.value-size: empty list"},
 		{"duplicate key", goodSpec + "  connections: 8\n", "t.yaml:11:3: workload.connections: given twice (first on line 8)"},

@@ -165,9 +165,9 @@ func (c *Campaign) validateWorkload(wc workloadCell) error {
 			field = field[i+2:]
 		}
 	}
-	line := c.lines["workload."+field]
-	if line == 0 {
-		line = c.lines["workload"]
+	at, ok := c.lines["workload."+field]
+	if !ok {
+		at = c.lines["workload"]
 	}
 	vals := make([]string, 0, len(wc.vals))
 	for _, def := range axisDefs {
@@ -175,7 +175,7 @@ func (c *Campaign) validateWorkload(wc workloadCell) error {
 			vals = append(vals, def.name+"="+v)
 		}
 	}
-	return &SpecError{File: c.File, Line: line, Field: "workload." + field,
+	return &SpecError{File: c.File, Line: at.line, Col: at.col, Field: "workload." + field,
 		Msg: fmt.Sprintf("%s (in the cell with %s)", msg, strings.Join(vals, " "))}
 }
 

@@ -46,6 +46,9 @@ func (es SpecErrors) Error() string {
 
 // decoder walks yaml.Node trees by hand: decoding into structs would lose the
 // line of a bad value and would accept "32" where a number is meant.
+// pos is where a node stands in its file.
+type pos struct{ line, col int }
+
 type decoder struct {
 	file string
 	errs SpecErrors

@@ -204,6 +204,18 @@ func (in *Installer) Lookup(ctx context.Context, suite string, names ...string) 
 
 // LookupAll is Lookup over several suites in parallel.
 func (in *Installer) LookupAll(ctx context.Context, suites []string, names ...string) (map[string]*Index, error) {
+	return perSuite(suites, func(s string) (*Index, error) { return in.Lookup(ctx, s, names...) })
+}
+
+// Indexes returns the indexes of several suites, updated and parsed in
+// parallel (each suite has its own private apt, so they do not contend).
+func (in *Installer) Indexes(ctx context.Context, suites []string) (map[string]*Index, error) {
+	return perSuite(suites, func(s string) (*Index, error) { return in.Index(ctx, s) })
+}
+
+// perSuite runs get for every suite at once and gathers the indexes it
+// returned, with every error joined.
+func perSuite(suites []string, get func(suite string) (*Index, error)) (map[string]*Index, error) {
 	out := make(map[string]*Index, len(suites))
 	errs := make([]error, len(suites))
 	var wg sync.WaitGroup
@@ -212,7 +224,7 @@ func (in *Installer) LookupAll(ctx context.Context, suites []string, names ...st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ix, err := in.Lookup(ctx, s, names...)
+			ix, err := get(s)
 			if err != nil {
 				errs[i] = err
 				return
@@ -224,34 +236,6 @@ func (in *Installer) LookupAll(ctx context.Context, suites []string, names ...st
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
-}
-
-// Indexes returns the indexes of several suites, updated and parsed in
-// parallel (each suite has its own private apt, so they do not contend).
-func (in *Installer) Indexes(ctx context.Context, suites []string) (map[string]*Index, error) {
-	out := make(map[string]*Index, len(suites))
-	errs := make([]error, len(suites))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for i, s := range suites {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ix, err := in.Index(ctx, s)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			mu.Lock()
-			out[s] = ix
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return out, err
-	}
-	return out, nil
 }
 
 // runtimeIndex is where a closure is resolved: the suite itself, or for a

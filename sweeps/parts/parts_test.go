@@ -61,20 +61,17 @@ func plan(t *testing.T, src string, res sweeps.Resolver) *sweeps.Plan {
 	return p
 }
 
-// A real campaign on loopback: two versions (the same binary with 1 and 2
-// I/O threads), GET and SET, real servers, the real engine, real /proc.
-func TestRealCampaign(t *testing.T) {
-	bin := redisBinary(t)
-	st := &Starter{}
-	p := plan(t, spec(bin), nil)
-	dir := t.TempDir()
+// runAll runs every cell of p into dir with the real sampler and returns
+// the run; all 8 cells must be done.
+func runAll(t *testing.T, p *sweeps.Plan, dir string, st *Starter, b sweeps.Bencher, hosts []sweeps.HostFacts) *sweeps.Run {
+	t.Helper()
 	store, err := sweeps.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: st, Bench: Bencher{}, Sampler: hostmetrics.FS{Root: "/"},
-		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild()}}
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: st, Bench: b, Sampler: hostmetrics.FS{Root: "/"},
+		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: hosts}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +83,16 @@ func TestRealCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run
+}
+
+// A real campaign on loopback: two versions (the same binary with 1 and 2
+// I/O threads), GET and SET, real servers, the real engine, real /proc.
+func TestRealCampaign(t *testing.T) {
+	bin := redisBinary(t)
+	st := &Starter{}
+	p := plan(t, spec(bin), nil)
+	run := runAll(t, p, t.TempDir(), st, Bencher{}, nil)
 	for _, rec := range run.Sorted() {
 		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
 			t.Fatalf("%s: incomplete record", rec.CellID)
@@ -214,24 +221,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 			_ = place.Down(context.Background())
 		}
 	})
-	store, err := sweeps.OpenStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: st, Bench: place.Bencher, Sampler: hostmetrics.FS{Root: "/"},
-		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: place.Hosts}}
-	sum, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Done != 8 || len(sum.Failed) != 0 {
-		t.Fatalf("%s", sweeps.SummaryText(sum))
-	}
-	run, err := sweeps.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := runAll(t, p, dir, st, place.Bencher, place.Hosts)
 	for _, rec := range run.Sorted() {
 		if rec.Result.Workload.Host != "198.18.0.1" {
 			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)

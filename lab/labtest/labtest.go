@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/lab"
 )
 
 // Need fails the test when a tool is missing in CI, and skips it with the
@@ -167,7 +169,7 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// InfoStats reads INFO stats / commandstats fields over a plain socket, so
+// Info reads an INFO section (stats, commandstats) over a plain socket, so
 // tests can check the client's counts against the server's own.
 func Info(t testing.TB, addr, section string) map[string]string {
 	t.Helper()
@@ -187,11 +189,5 @@ func Info(t testing.TB, addr, section string) map[string]string {
 	if _, err := io.ReadFull(r, buf); err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]string{}
-	for _, line := range strings.Split(string(buf), "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
-			m[k] = v
-		}
-	}
-	return m
+	return lab.ParseInfo(string(buf))
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -21,124 +20,29 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/infra/sshhost/sshtest"
+	"github.com/linerate/linerate/lab/labtest"
 	"golang.org/x/crypto/ssh"
 )
 
-const sshPort = "2222"
+const sshPort = sshtest.Port
 
-// need fails in CI and skips elsewhere when the test cannot run here.
-func need(t *testing.T, ok bool, why string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s (CI must have it: run .ci/setup as root)", why)
-	}
-	t.Skipf("%s; CI runs this", why)
-}
+func need(t *testing.T, ok bool, why string) { t.Helper(); sshtest.Need(t, ok, why) }
 
-// lab is a netns pair with a real sshd in each namespace, and a client key
-// both accept. The coordinator's connections start in the client
-// namespace, which reaches both addresses.
+// lab is the shared sshd pair (sshtest) seen from this package's tests.
 type lab struct {
+	*sshtest.Lab
 	pair       infra.Pair
 	dir        string
 	clientKey  ssh.Signer
-	hostKeys   map[string]ssh.PublicKey // by data address
+	hostKeys   map[string]ssh.PublicKey
 	dialFromNS func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	need(t, os.Geteuid() == 0, "network namespaces need root")
-	_, err := os.Stat("/usr/sbin/sshd")
-	need(t, err == nil, "/usr/sbin/sshd missing (Debian openssh-server)")
-	p := &netns.Provider{}
-	t.Cleanup(func() {
-		if err := p.Down(context.Background()); err != nil {
-			t.Errorf("netns down: %v", err)
-		}
-	})
-	pair, err := p.Up(context.Background(), infra.Spec{Campaign: "sshtest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lab{pair: pair, dir: t.TempDir(), hostKeys: map[string]ssh.PublicKey{}}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	l.clientKey, _ = ssh.NewSignerFromKey(priv)
-	os.WriteFile(filepath.Join(l.dir, "authorized_keys"), ssh.MarshalAuthorizedKey(l.clientKey.PublicKey()), 0o600)
-	// sshd refuses to start without its privilege separation directory.
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cli := pair.Client.(*netns.Host)
-	l.dialFromNS = cli.DialContext
-	for _, h := range []infra.Host{pair.Server, pair.Client} {
-		l.startSSHD(t, h.(*netns.Host))
-	}
-	return l
-}
-
-func (l *lab) startSSHD(t *testing.T, h *netns.Host) {
-	t.Helper()
-	dir := filepath.Join(l.dir, h.Name())
-	os.MkdirAll(dir, 0o700)
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	blk, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPath := filepath.Join(dir, "host_ed25519")
-	os.WriteFile(keyPath, pem.EncodeToMemory(blk), 0o600)
-	signer, _ := ssh.NewSignerFromKey(priv)
-	l.hostKeys[h.DataAddr().String()] = signer.PublicKey()
-	cfg := fmt.Sprintf(`Port %s
-ListenAddress %s
-HostKey %s
-PidFile %s
-AuthorizedKeysFile %s
-StrictModes no
-UsePAM no
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-Subsystem sftp internal-sftp
-LogLevel ERROR
-`, sshPort, h.DataAddr(), keyPath, filepath.Join(dir, "sshd.pid"), filepath.Join(l.dir, "authorized_keys"))
-	cfgPath := filepath.Join(dir, "sshd_config")
-	os.WriteFile(cfgPath, []byte(cfg), 0o600)
-	var log bytes.Buffer
-	// The sshd gets its own mount namespace with an empty directory over
-	// the login directory, so no shell startup file of this machine (a
-	// slow ~/.bashrc) runs with each command; the machine is untouched.
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	emptyHome := filepath.Join(dir, "home")
-	os.MkdirAll(emptyHome, 0o700)
-	cmd := h.Command(context.Background(), "unshare", "--mount", "--propagation", "private", "sh", "-c",
-		`mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`, "sshd", emptyHome, home, cfgPath)
-	cmd.Stderr = &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort(h.DataAddr().String(), sshPort)
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := l.dialFromNS(ctx, "tcp", addr)
-		cancel()
-		if err == nil {
-			c.Close()
-			return
-		}
-		if i == 50 {
-			t.Fatalf("sshd on %s did not listen: %v; log: %s", addr, err, log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	l := sshtest.New(t, "sshtest")
+	return &lab{Lab: l, pair: l.Pair, dir: l.Dir, clientKey: l.ClientKey, hostKeys: l.HostKeys, dialFromNS: l.Dial}
 }
 
 func (l *lab) config(h infra.Host, knownHosts string) Config {
@@ -154,50 +58,12 @@ func (l *lab) config(h infra.Host, knownHosts string) Config {
 	}
 }
 
-var buildOnce struct {
-	sync.Once
-	dir string
-	err error
-}
-
-// buildLinerate builds the linerate binary the way make dist names it.
-func buildLinerate(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "linerate-dist-")
-		if err != nil {
-			buildOnce.err = err
-			return
-		}
-		buildOnce.dir = dir
-		out := filepath.Join(dir, "linerate-linux-"+runtime.GOARCH)
-		// Default build settings, so the packages `go vet ./...` and other
-		// tests compiled come from the build cache.
-		cmd := exec.Command("go", "build", "-o", out, "github.com/linerate/linerate/cmd/linerate")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v: %s", err, b)
-		}
-	})
-	if buildOnce.err != nil {
-		t.Fatal(buildOnce.err)
-	}
-	return buildOnce.dir
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildOnce.dir != "" {
-		os.RemoveAll(buildOnce.dir)
-	}
-	os.Exit(code)
-}
-
 // A short campaign over SSH: upload the binary, run bench on the client
 // host against a redis-server in the server namespace, collect the JSON.
 func TestUploadAndBenchOverSSH(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	dist := buildLinerate(t)
+	dist := labtest.Dist(t)
 	os.Symlink(dist, filepath.Join(l.dir, "dist"))
 	p := &Provider{Server: l.config(l.pair.Server, ""), Client: l.config(l.pair.Client, "")}
 	t.Cleanup(func() { p.Down(context.Background()) })

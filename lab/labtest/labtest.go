@@ -191,3 +191,29 @@ func Info(t testing.TB, addr, section string) map[string]string {
 	}
 	return lab.ParseInfo(string(buf))
 }
+
+var distOnce struct {
+	sync.Once
+	dir string
+	err error
+}
+
+// Dist is a directory laid out as `make dist` leaves it, holding this
+// build for this machine's architecture (linerate-linux-<arch>): what the
+// ssh and aws hosts upload.
+func Dist(t testing.TB) string {
+	t.Helper()
+	bin := Binary(t)
+	distOnce.Do(func() {
+		distOnce.dir = filepath.Join(filepath.Dir(bin), "dist")
+		if distOnce.err = os.MkdirAll(distOnce.dir, 0o755); distOnce.err == nil {
+			link := filepath.Join(distOnce.dir, "linerate-linux-"+runtime.GOARCH)
+			os.Remove(link)
+			distOnce.err = os.Symlink(bin, link)
+		}
+	})
+	if distOnce.err != nil {
+		t.Fatal(distOnce.err)
+	}
+	return distOnce.dir
+}

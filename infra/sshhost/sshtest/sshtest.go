@@ -1,0 +1,169 @@
+// Package sshtest runs real sshd servers for tests: one in each namespace
+// of a netns pair, with a client key both accept. Tests of the ssh provider
+// and of campaigns on ssh and aws hosts use it; nothing here reaches beyond
+// namespaces the test created.
+package sshtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/netns"
+)
+
+// Port is where each sshd listens, on its namespace's data address.
+const Port = "2222"
+
+// Need fails in CI and skips elsewhere when the test cannot run here: in
+// CI a missing dependency is a failure, never a skip.
+func Need(t testing.TB, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI must have it: run .ci/setup as root)", why)
+	}
+	t.Skipf("%s; CI runs this", why)
+}
+
+// Lab is a netns pair with a real sshd in each namespace. Connections
+// start in the client namespace (Dial), which reaches both addresses.
+type Lab struct {
+	Pair      infra.Pair
+	Dir       string
+	ClientKey ssh.Signer
+	HostKeys  map[string]ssh.PublicKey // by data address
+	Dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// New brings up the pair (named after campaign) and both sshds; cleanup
+// takes them down.
+func New(t testing.TB, campaign string) *Lab {
+	t.Helper()
+	Need(t, os.Geteuid() == 0, "network namespaces need root")
+	_, err := os.Stat("/usr/sbin/sshd")
+	Need(t, err == nil, "/usr/sbin/sshd missing (Debian openssh-server)")
+	p := &netns.Provider{}
+	t.Cleanup(func() {
+		if err := p.Down(context.Background()); err != nil {
+			t.Errorf("netns down: %v", err)
+		}
+	})
+	pair, err := p.Up(context.Background(), infra.Spec{Campaign: campaign})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{Pair: pair, Dir: t.TempDir(), HostKeys: map[string]ssh.PublicKey{}}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	l.ClientKey, _ = ssh.NewSignerFromKey(priv)
+	if err := os.WriteFile(filepath.Join(l.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(l.ClientKey.PublicKey()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// sshd refuses to start without its privilege separation directory.
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l.Dial = pair.Client.(*netns.Host).DialContext
+	for _, h := range []infra.Host{pair.Server, pair.Client} {
+		l.startSSHD(t, h.(*netns.Host))
+	}
+	return l
+}
+
+// Addr is host:port of the sshd of h.
+func (l *Lab) Addr(h infra.Host) string { return net.JoinHostPort(h.DataAddr().String(), Port) }
+
+// AuthorizeKey lets key log in too (a key pair a provider created).
+func (l *Lab) AuthorizeKey(t testing.TB, key ssh.PublicKey) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(l.Dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(ssh.MarshalAuthorizedKey(key)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (l *Lab) startSSHD(t testing.TB, h *netns.Host) {
+	t.Helper()
+	dir := filepath.Join(l.Dir, h.Name())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(dir, "host_ed25519")
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := ssh.NewSignerFromKey(priv)
+	l.HostKeys[h.DataAddr().String()] = signer.PublicKey()
+	cfg := fmt.Sprintf(`Port %s
+ListenAddress %s
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+Subsystem sftp internal-sftp
+LogLevel ERROR
+`, Port, h.DataAddr(), keyPath, filepath.Join(dir, "sshd.pid"), filepath.Join(l.Dir, "authorized_keys"))
+	cfgPath := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	// The sshd gets its own mount namespace with an empty directory over
+	// the login directory, so no shell startup file of this machine (a
+	// slow ~/.bashrc) runs with each command; the machine is untouched.
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyHome := filepath.Join(dir, "home")
+	if err := os.MkdirAll(emptyHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := h.Command(context.Background(), "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`, "sshd", emptyHome, home, cfgPath)
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := l.Addr(h)
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := l.Dial(ctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return
+		}
+		if i == 50 {
+			t.Fatalf("sshd on %s did not listen: %v; log: %s", addr, err, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -34,6 +34,10 @@ type Command struct {
 	// Timeout ends the command (and fails it) after this long; 0 leaves
 	// only the context.
 	Timeout time.Duration
+	// Once: when the connection drops while the command runs, fail instead
+	// of running it again. For long sessions whose rerun would start over
+	// with their state lost (the agent); short commands leave it false.
+	Once bool
 }
 
 // Validate names the bad field.

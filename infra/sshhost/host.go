@@ -271,6 +271,7 @@ func (h *Host) Run(ctx context.Context, argv ...string) ([]byte, error) {
 // Exec runs a command on the host through its login shell, streaming
 // output. When the connection drops the command is run once more on a new
 // connection (its output so far is written again); a second drop fails.
+// A Command marked Once is not run again once it started.
 // A timeout or a cancelled context kills the remote command.
 func (h *Host) Exec(ctx context.Context, c infra.Command) error {
 	if err := c.Validate(); err != nil {
@@ -342,6 +343,10 @@ func (h *Host) execOnce(ctx context.Context, cl *ssh.Client, c infra.Command, li
 		return &infra.ExitError{Host: h.Name(), Argv: c.Argv, Code: code}
 	}
 	// No exit status: the connection went away under the command.
+	if c.Once {
+		h.drop(cl)
+		return fmt.Errorf("ssh %s: %v: connection lost while it ran (run once: not run again): %w", h.Name(), c.Argv, err)
+	}
 	return errDropped{fmt.Errorf("%v: %w", c.Argv, err)}
 }
 

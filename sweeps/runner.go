@@ -51,6 +51,13 @@ type Sampler interface {
 	Snapshot(pid int) (*hostmetrics.Snapshot, error)
 }
 
+// HostSampler is a RunningServer that samples its own host: a server on a
+// remote host, whose /proc only its agent there can read. The runner uses
+// it instead of Sampler.
+type HostSampler interface {
+	SnapshotHost(ctx context.Context) (*hostmetrics.Snapshot, error)
+}
+
 // TuningCheck compares the hosts with the campaign's tuning profile before
 // each cell (an IRQ moved by a device reset, irqbalance restarted): the
 // report is stored with the cell, and drift is a note, not a failure.
@@ -344,11 +351,21 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 	}()
 
 	var before, after *hostmetrics.Snapshot
+	hs, remote := srv.(HostSampler)
+	sampling := r.Sampler != nil || remote
 	snap := func() *hostmetrics.Snapshot {
-		if r.Sampler == nil {
-			return nil
+		var s *hostmetrics.Snapshot
+		var err error
+		switch {
+		case remote:
+			// Not the cell's context: the last snapshot is taken after
+			// the bench ended it.
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			s, err = hs.SnapshotHost(sctx)
+			cancel()
+		case r.Sampler != nil:
+			s, err = r.Sampler.Snapshot(srv.PID())
 		}
-		s, err := r.Sampler.Snapshot(srv.PID())
 		if err != nil {
 			return nil
 		}
@@ -367,7 +384,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 	var series []*hostmetrics.Snapshot
 	sampleDone := make(chan struct{})
 	sampleStop := make(chan struct{})
-	if r.Sampler != nil {
+	if sampling {
 		every := r.SampleEvery
 		if every <= 0 {
 			every = 500 * time.Millisecond

@@ -44,7 +44,6 @@ func (w Workload) Args() []string {
 	a := []string{
 		"-h", w.Host, "-p", strconv.Itoa(w.Port),
 		"-c", strconv.Itoa(w.Connections), "-P", strconv.Itoa(w.Pipeline),
-		"-t", strconv.Itoa(w.Threads),
 		"-n", strconv.Itoa(w.Keyspace), "--key-size", strconv.Itoa(w.KeySize),
 		"-s", strconv.FormatInt(int64(w.ValueSz), 10), "-r", w.Ratio.String(),
 		"--key-dist", w.KeyDist.String(),
@@ -52,6 +51,11 @@ func (w Workload) Args() []string {
 		"--request-timeout", w.RequestTimeout.String(),
 		"--verify", string(w.Verify), "--seed", strconv.FormatUint(w.Seed, 10),
 		"--engine", w.Engine,
+	}
+	// No thread count leaves it to the host that runs the load: its default
+	// depends on that host's CPUs, not the coordinator's.
+	if w.Threads > 0 {
+		a = append(a, "-t", strconv.Itoa(w.Threads))
 	}
 	if w.User != "" {
 		a = append(a, "--user", w.User)

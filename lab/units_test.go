@@ -123,6 +123,18 @@ func TestArgsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.Resolve(), w) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got.Resolve(), w)
 	}
+	// A campaign that names no thread count sends none: the bench host
+	// picks its own default, and the flags must still parse.
+	w.Threads = 0
+	var again Workload
+	fs = pflag.NewFlagSet("y", pflag.ContinueOnError)
+	BindFlags(fs, &again)
+	if err := fs.Parse(w.Args()); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Resolve().Validate(); err != nil || again.Threads != 0 {
+		t.Errorf("no thread count: threads %d, %v", again.Threads, err)
+	}
 }
 
 func TestKeyNames(t *testing.T) {

@@ -515,7 +515,7 @@ func TestReportContents(t *testing.T) {
 		"Planned but not stored (13)", "valkey-9.1.0/GET/1MB/r1", "valkey-8.1.8/SET/16MB/r2", // gaps
 		"bin/linerate sweep run " + filepath.Join(fixtureRun(t), "campaign.yaml"),
 		"git checkout 0123456789abcdef",
-		"bin/linerate bench -h $SERVER -p 6379 -c 32 -P 1 -t 16 -n 500 --key-size 16 -s 8000000 -r 100:0",
+		"bin/linerate bench -h $SERVER -p 6379 -c 32 -P 1 -n 500 --key-size 16 -s 8000000 -r 100:0", " --engine raw -t 16", // the campaign gives -t 16
 		"<td class=\"num\">184 **</td>", // tables with marks
 		"lab-server", "Neoverse-V2",
 		"client-limited",

@@ -276,12 +276,9 @@ func reproduce(c *Campaign) (rebuild, rerun []string, bench []reportCommand) {
 		given := w.Threads
 		w.Host, w.Port = "SERVER", lab.DefaultPort
 		w = w.Resolve()
+		w.Threads = given // 0: the client host decides, as in the campaign
 		var args []string
-		for i, a := range w.Args() {
-			if i > 0 && w.Args()[i-1] == "-t" && given == 0 {
-				args = args[:len(args)-1] // the client host decides, as in the campaign
-				continue
-			}
+		for _, a := range w.Args() {
 			if a == "SERVER" {
 				a = "$SERVER"
 			}

@@ -258,7 +258,7 @@ func describeHost(h infra.Host) string {
 
 // confirmCost prints the pair's hourly price and asks; --yes skips asking.
 func confirmCost(cfg aws.Config, yes bool, in io.Reader, out io.Writer) bool {
-	price := "unknown (pass --hourly-usd with the on-demand price of one instance)"
+	price := "unknown (give the on-demand price of one instance: --hourly-usd, or hourly-usd in a campaign's provider block)"
 	if cfg.HourlyUSD > 0 {
 		price = fmt.Sprintf("$%.2f per hour for the pair (2 × $%.4f)", 2*cfg.HourlyUSD, cfg.HourlyUSD)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,10 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/hostmetrics"
 	"github.com/linerate/linerate/sweeps/parts"
-	"github.com/linerate/linerate/tuning"
 )
 
 func init() {
@@ -37,6 +37,15 @@ Examples:
   linerate sweep run sweeps/campaigns/local.yaml              # into runs/local
   linerate sweep run sweeps/campaigns/local.yaml --out runs/local-2 --redo
   linerate sweep run sweeps/campaigns/local.yaml --only 'valkey-9.1.2/*/64MiB/*'
+  linerate sweep run lab.yaml                                  # provider: ssh
+  linerate sweep run sweeps/campaigns/study.yaml --aws-profile lab \
+      --region us-east-1 --ssh-from 203.0.113.7/32             # provider: aws
+
+On ssh and aws pairs linerate is uploaded from dist/ (make dist) and a
+"linerate agent" on each host starts the servers there, samples the server
+host and applies the tuning profile; everything is stopped and reverted, and
+an aws pair terminated, when the run ends, fails or is interrupted. aws asks
+before launching (the hourly price comes from provider.hourly-usd).
 
 Cell IDs read version/op/size/<dimensions that vary>/repetition, e.g.
 valkey-9.1.2/GET/8MiB/c32/r2. Running the same command again keeps done
@@ -60,6 +69,7 @@ func runSweep(ctx context.Context, args []string) int {
 	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
 	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label (0: unknown, as on loopback)")
 	profiles := fs.String("profiles", "tuning/profiles", "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)")
+	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -89,8 +99,13 @@ func runSweep(ctx context.Context, args []string) int {
 		return 2
 	}
 	// run needs every version resolved (it must start them); plan falls back
-	// to the selectors when a version is not installed yet.
-	p, err := sweeps.NewPlan(ctx, c, sweepStarter)
+	// to the selectors when a version is not installed yet. Remote
+	// versions resolve on the server host once it is up.
+	var resolver sweeps.Resolver = sweepStarter
+	if remote(c) {
+		resolver = nil
+	}
+	p, err := sweeps.NewPlan(ctx, c, resolver)
 	if err != nil && action == "plan" {
 		fmt.Fprintf(os.Stderr, "linerate sweep plan: cell IDs show selectors, not exact versions: %v\n", err)
 		p, err = sweeps.NewPlan(ctx, c, nil)
@@ -115,10 +130,6 @@ func runSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 
-	if k := c.Provider.Kind; k != sweeps.ProviderLocal && k != sweeps.ProviderNetns {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %s: provider %s: sweep run drives the local and netns providers so far; ssh and aws hosts plug into the runner next (linerate infra up brings them up today)\n", file, k)
-		return 2
-	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)
@@ -130,30 +141,24 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
-	place, err := parts.Place(ctx, c, dir, sweepStarter)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-		return 1
+	place, code := placeHosts(ctx, c, dir, ra, "sweep run")
+	if place == nil {
+		return code
 	}
-	defer func() {
-		// Always, Ctrl-C included: hosts must not outlive the run.
-		dctx, cancel := infra.TeardownContext(ctx)
-		defer cancel()
-		if err := place.Down(dctx); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: take the hosts down: %v\n", err)
+	defer downHosts(ctx, place, "sweep run")
+	if remote(c) {
+		// Versions resolve where they run: the server host's store.
+		if p, err = sweeps.NewPlan(ctx, c, place.Resolver); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+			return 1
 		}
-	}()
-	// The page-fault label needs this machine's price of a fresh page.
-	faultCost, _ := hostmetrics.MeasureFaultCost(0)
-	for i := range place.Hosts {
-		place.Hosts[i].MinorFaultCost = faultCost
 	}
 	r := &sweeps.Runner{
-		Plan: p, Store: st, Servers: sweepStarter, Bench: place.Bencher,
-		Sampler:     hostmetrics.FS{Root: "/"},
+		Plan: p, Store: st, Servers: place.Servers, Bench: place.Bencher,
+		Sampler:     place.Sampler,
 		Progress:    sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)),
 		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: place.Hosts},
-		FaultCost:   faultCost,
+		FaultCost:   place.FaultCost,
 		MaxAttempts: *maxAttempts,
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
@@ -167,7 +172,12 @@ func runSweep(ctx context.Context, args []string) int {
 			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
 			return 2
 		}
-		tuner := &parts.Tuner{Host: tuning.NewLiveHost("/"), Profile: prof}
+		text, err := os.ReadFile(where)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+			return 2
+		}
+		tuner := place.Tuner(text, prof)
 		snap, err := tuner.Apply(ctx, func(b json.RawMessage) error {
 			return sweeps.WriteFileAtomic(filepath.Join(dir, "tuning-snapshot.json"), b)
 		})
@@ -214,7 +224,9 @@ Examples:
   linerate soak runs/local --cell valkey-9.1.2/SET/64MiB/r1 --duration 2m   # IDs as sweep plan prints them
 
 --duration is at least 10s: drift needs a series. The soak runs on the
-campaign's own provider (its netns pair is brought up again).
+campaign's own provider: its netns, ssh or aws pair is brought up again (aws
+asks first and takes the same --aws-profile/--region/--ssh-from flags as
+sweep run) and taken down after.
 Exit codes: 0 the soak ran (the report says whether it drifted); 1 it
 failed (server, bench); 2 bad input (flags, a cell ID the run lacks).
 
@@ -226,6 +238,7 @@ func runSoak(ctx context.Context, args []string) int {
 	fs.SortFlags = false
 	cell := fs.String("cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
 	dur := fs.Duration("duration", 15*time.Minute, "measured window of the rerun")
+	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, soakUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -255,22 +268,13 @@ func runSoak(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		return 1
 	}
-	place, err := parts.Place(ctx, c, fs.Arg(0), sweepStarter)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
-		return 1
+	place, code := placeHosts(ctx, c, fs.Arg(0), ra, "soak")
+	if place == nil {
+		return code
 	}
-	defer func() {
-		dctx, cancel := infra.TeardownContext(ctx)
-		defer cancel()
-		if err := place.Down(dctx); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate soak: take the hosts down: %v\n", err)
-		}
-	}()
-	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: sweepStarter, Bench: place.Bencher, Sampler: hostmetrics.FS{Root: "/"}}
-	if c, err := hostmetrics.MeasureFaultCost(0); err == nil {
-		s.FaultCost = c
-	}
+	defer downHosts(ctx, place, "soak")
+	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: place.Servers, Bench: place.Bencher,
+		Sampler: place.Sampler, FaultCost: place.FaultCost}
 	rec, err := s.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
@@ -292,5 +296,74 @@ func reapOrphans(ctx context.Context, dir string) {
 		for _, r := range parts.ReapOrphans(ctx, prev) {
 			fmt.Fprintf(os.Stderr, "sweep: stopped %s, left running by a killed runner\n", r)
 		}
+	}
+}
+
+// remoteFlags are how sweep run and soak reach ssh and aws hosts.
+type remoteFlags struct {
+	awsProfile, endpoint, region, sshFrom string
+	keysEnv, yes                          bool
+}
+
+func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
+	var f remoteFlags
+	fs.StringVar(&f.awsProfile, "aws-profile", "", "aws provider: shared-config profile with the credentials (a campaign file never holds them)")
+	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws provider: take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
+	fs.StringVar(&f.region, "region", "", "aws provider: region (default the campaign's provider.region)")
+	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: the only address admitted to SSH, e.g. 203.0.113.7/32 (default the campaign's provider.ssh-from)")
+	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
+	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
+	return &f
+}
+
+func remote(c *sweeps.Campaign) bool {
+	return c.Provider.Kind == sweeps.ProviderSSH || c.Provider.Kind == sweeps.ProviderAWS
+}
+
+// placeHosts brings up the campaign's hosts; nil and an exit code on
+// failure, the error printed.
+func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who string) (*parts.Placement, int) {
+	opt := parts.PlaceOptions{Starter: sweepStarter,
+		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
+		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
+		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
+	}
+	if f.sshFrom != "" {
+		pfx, err := netip.ParsePrefix(f.sshFrom)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate %s: --ssh-from %q: want a CIDR such as 203.0.113.7/32\n", who, f.sshFrom)
+			return nil, 2
+		}
+		opt.SSHFrom = pfx
+	}
+	if f.keysEnv {
+		opt.AWS.AccessKeyID, opt.AWS.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	}
+	if c.Provider.Kind == sweeps.ProviderAWS && f.awsProfile == "" && !f.keysEnv {
+		fmt.Fprintf(os.Stderr, "linerate %s: %s: aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)\n", who, c.File)
+		return nil, 2
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+		return nil, 1
+	}
+	place, err := parts.Place(ctx, c, dir, opt)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+		if ctx.Err() != nil {
+			return nil, 130
+		}
+		return nil, 1
+	}
+	return place, 0
+}
+
+// downHosts takes the hosts down, Ctrl-C included: they must not outlive
+// the run.
+func downHosts(ctx context.Context, place *parts.Placement, who string) {
+	dctx, cancel := infra.TeardownContext(ctx)
+	defer cancel()
+	if err := place.Down(dctx); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate %s: take the hosts down: %v\n", who, err)
 	}
 }

@@ -6,6 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/linerate/linerate/infra/aws"
+	"github.com/linerate/linerate/infra/sshhost"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/tuning"
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/launch"
@@ -68,23 +75,79 @@ func NetPlace(h *netns.Host) *launch.NetPlace {
 
 // Placement is where a campaign's servers and load run.
 type Placement struct {
-	Bencher sweeps.Bencher
+	// Servers starts versions and Resolver names them exactly, on the
+	// host that runs them.
+	Servers  sweeps.ServerStarter
+	Resolver sweeps.Resolver
+	Bencher  sweeps.Bencher
+	// Sampler reads this host's /proc; nil where servers run remotely
+	// (their agent samples, see sweeps.HostSampler).
+	Sampler sweeps.Sampler
 	Hosts   []sweeps.HostFacts
+	// FaultCost is the price of a fresh page on the server host.
+	FaultCost time.Duration
+	// Tuner applies a tuning profile (the file's text and its parsed form)
+	// to the placement's hosts.
+	Tuner func(text []byte, p tuning.Profile) HostTuner
 	// Down tears the hosts down; call it always, also after an error or
-	// Ctrl-C (it uses a context of its own).
+	// Ctrl-C, with a context that survives the interrupt.
 	Down func(ctx context.Context) error
+}
+
+// HostTuner applies a profile for the length of a run (Tuner, RemoteTuner).
+type HostTuner interface {
+	Apply(ctx context.Context, save func(json.RawMessage) error) (json.RawMessage, error)
+	sweeps.TuningCheck
+	Revert(ctx context.Context) error
+}
+
+// PlaceOptions are what Place needs beyond the campaign.
+type PlaceOptions struct {
+	// Starter starts servers on this machine (local, netns).
+	Starter *Starter
+	// Provider, when set, replaces the ssh or aws provider the campaign's
+	// settings describe: tests give an aws provider on a fake endpoint.
+	Provider infra.Provider
+	// AWS is the access for the aws provider: a campaign file never holds
+	// credentials. A region here wins over the campaign's.
+	AWS aws.Access
+	// SSHFrom, when valid, wins over the campaign's ssh-from (the
+	// operator's own address, which a shared campaign file should not fix).
+	SSHFrom netip.Prefix
+	// Confirm is asked before an aws pair is launched (the cost prompt);
+	// nil refuses to launch.
+	Confirm func(aws.Config) bool
+	// Log receives progress lines of bringing hosts up; nil is silent.
+	Log func(format string, args ...any)
 }
 
 // Place brings up the campaign's hosts. local: everything on this host over
 // loopback, the bench in this process. netns: a namespace pair joined by a
 // veth (198.18.0.1 server, 198.18.0.2 client); servers start in the server
-// namespace and `linerate bench` runs in the client one. Other providers are
-// refused with a clear error until they are plugged in.
-func Place(ctx context.Context, c *sweeps.Campaign, dir string, starter *Starter) (*Placement, error) {
+// namespace and `linerate bench` runs in the client one. ssh and aws: a
+// `linerate agent` on each host starts the servers, samples the server
+// host and tunes both; `linerate bench` runs on the client host.
+func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions) (*Placement, error) {
+	starter := opt.Starter
+	if starter == nil {
+		starter = &Starter{}
+	}
 	noop := func(context.Context) error { return nil }
+	localTuner := func(_ []byte, p tuning.Profile) HostTuner {
+		return &Tuner{Host: tuning.NewLiveHost("/"), Profile: p}
+	}
+	local := func(hosts []sweeps.HostFacts, b sweeps.Bencher, down func(context.Context) error) *Placement {
+		// The page-fault label needs this machine's price of a fresh page.
+		cost, _ := hostmetrics.MeasureFaultCost(0)
+		for i := range hosts {
+			hosts[i].MinorFaultCost = cost
+		}
+		return &Placement{Servers: starter, Resolver: starter, Bencher: b, Sampler: hostmetrics.FS{Root: "/"},
+			Hosts: hosts, FaultCost: cost, Tuner: localTuner, Down: down}
+	}
 	switch c.Provider.Kind {
 	case sweeps.ProviderLocal:
-		return &Placement{Bencher: Bencher{}, Hosts: []sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, Down: noop}, nil
+		return local([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, Bencher{}, noop), nil
 	case sweeps.ProviderNetns:
 		prov, err := netns.FromSettings(c.Provider.Settings)
 		if err != nil {
@@ -102,7 +165,93 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, starter *Starter
 		starter.Net, starter.Bind = NetPlace(srv), srv.DataAddr().String()
 		server := sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")
 		client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
-		return &Placement{Bencher: HostBencher{Host: pair.Client}, Hosts: []sweeps.HostFacts{server, client}, Down: prov.Down}, nil
+		return local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, prov.Down), nil
+	case sweeps.ProviderSSH, sweeps.ProviderAWS:
+		prov := opt.Provider
+		if prov == nil {
+			var err error
+			if prov, err = remoteProvider(ctx, c, opt); err != nil {
+				return nil, err
+			}
+		}
+		pair, err := prov.Up(ctx, infra.Spec{Campaign: c.Name, Dir: dir})
+		if err != nil {
+			dctx, cancel := infra.TeardownContext(ctx)
+			defer cancel()
+			return nil, errors.Join(fmt.Errorf("bring up the %s pair: %w", prov.Kind(), err), prov.Down(dctx))
+		}
+		return placeRemote(ctx, pair, prov)
 	}
-	return nil, fmt.Errorf("%s: provider %s: sweep run drives the local and netns providers so far; ssh and aws hosts plug into the runner next (linerate infra up brings them up today)", c.File, c.Provider.Kind)
+	return nil, fmt.Errorf("%s: provider %q: want local, netns, ssh or aws", c.File, c.Provider.Kind)
+}
+
+// remoteProvider builds the ssh or aws provider from the campaign.
+func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (infra.Provider, error) {
+	if c.Provider.Kind == sweeps.ProviderSSH {
+		p, err := sshhost.FromSettings(c.Provider.Settings)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.File, err)
+		}
+		return p, nil
+	}
+	cfg, err := aws.FromSettings(c.Provider.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.File, err)
+	}
+	region := cfg.Access.Region
+	cfg.Access = opt.AWS
+	if cfg.Access.Region == "" {
+		cfg.Access.Region = region
+	}
+	if opt.SSHFrom.IsValid() {
+		cfg.SSHFrom = opt.SSHFrom
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.File, err)
+	}
+	if opt.Confirm == nil || !opt.Confirm(cfg) {
+		return nil, errors.New("aws pair not launched")
+	}
+	p, err := aws.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.Log = opt.Log
+	return p, nil
+}
+
+// placeRemote starts an agent on each host of a pair and reads their facts.
+func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider) (*Placement, error) {
+	agents := map[string]*AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
+	down := func(ctx context.Context) error {
+		// Agents first: they stop their servers and revert their tuning
+		// while the hosts still exist.
+		var errs []error
+		for _, role := range []string{"server", "client"} {
+			errs = append(errs, agents[role].Close(ctx))
+		}
+		return errors.Join(append(errs, prov.Down(ctx))...)
+	}
+	fail := func(err error) (*Placement, error) {
+		dctx, cancel := infra.TeardownContext(ctx)
+		defer cancel()
+		return nil, errors.Join(err, down(dctx))
+	}
+	var hosts []sweeps.HostFacts
+	var cost time.Duration
+	for _, role := range []string{"server", "client"} {
+		a := agents[role]
+		f, err := a.Facts(ctx, role+" ("+a.Host.Name()+", "+addrString(a.Host.DataAddr())+")", role == "server")
+		if err != nil {
+			return fail(err)
+		}
+		if role == "server" {
+			cost = f.MinorFaultCost
+		}
+		hosts = append(hosts, f)
+	}
+	starter := &RemoteStarter{Agent: agents["server"]}
+	tuner := func(text []byte, _ tuning.Profile) HostTuner { return &RemoteTuner{Agents: agents, Profile: text} }
+	return &Placement{Servers: starter, Resolver: starter, Bencher: HostBencher{Host: pair.Client},
+		Hosts: hosts, FaultCost: cost, Tuner: tuner, Down: down}, nil
 }

@@ -40,6 +40,9 @@ type Starter struct {
 	// nil and "": this host's own network and loopback.
 	Net  *launch.NetPlace
 	Bind string
+	// Install installs a store version that is missing instead of failing
+	// (the agent on a remote host: nobody prepared its store by hand).
+	Install bool
 
 	once  sync.Once
 	store *servers.Store
@@ -55,7 +58,7 @@ func (s *Starter) servers() (*servers.Store, error) {
 func (s *Starter) Resolve(ctx context.Context, v sweeps.VersionSpec) (sweeps.Resolved, error) {
 	switch {
 	case v.Store != "":
-		inst, err := s.installed(v)
+		inst, err := s.installed(ctx, v)
 		if err != nil {
 			return sweeps.Resolved{}, err
 		}
@@ -70,7 +73,7 @@ func (s *Starter) Resolve(ctx context.Context, v sweeps.VersionSpec) (sweeps.Res
 	return binaryVersion(ctx, v.Binary)
 }
 
-func (s *Starter) installed(v sweeps.VersionSpec) (*servers.Installed, error) {
+func (s *Starter) installed(ctx context.Context, v sweeps.VersionSpec) (*servers.Installed, error) {
 	st, err := s.servers()
 	if err != nil {
 		return nil, err
@@ -79,7 +82,11 @@ func (s *Starter) installed(v sweeps.VersionSpec) (*servers.Installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.Find(sel, v.Runtime)
+	inst, err := st.Find(sel, v.Runtime)
+	if errors.Is(err, servers.ErrNotInstalled) && s.Install {
+		return st.Install(ctx, sel, servers.InstallOptions{Runtime: v.Runtime})
+	}
+	return inst, err
 }
 
 // Settings maps a campaign version to launcher settings. Persistence and
@@ -114,14 +121,17 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	dir := filepath.Join(logDir, pv.Segment+"-"+time.Now().UTC().Format("20060102T150405.000Z"))
 	set := Settings(pv, dir)
 	set.StartTimeout = s.StartTimeout
-	if s.Bind != "" {
+	// Images keep the server's default bind (every address, as the study
+	// ran them): their readiness and FLUSHALL go through 127.0.0.1 inside
+	// the host network, and clients reach them at the data address.
+	if s.Bind != "" && pv.Spec.Image == "" {
 		set.Bind = s.Bind
 	}
 	var l infra.Launcher
 	v := pv.Spec
 	switch {
 	case v.Store != "":
-		inst, err := s.installed(v)
+		inst, err := s.installed(ctx, v)
 		if err != nil {
 			return nil, err
 		}

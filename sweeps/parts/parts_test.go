@@ -62,21 +62,21 @@ func plan(t *testing.T, src string, res sweeps.Resolver) *sweeps.Plan {
 }
 
 // runAll runs every cell of p into dir with the real sampler and returns
-// the run; all 8 cells must be done.
-func runAll(t *testing.T, p *sweeps.Plan, dir string, st *Starter, b sweeps.Bencher, hosts []sweeps.HostFacts) *sweeps.Run {
+// the run; every cell must be done.
+func runAll(t *testing.T, p *sweeps.Plan, dir string, pl *Placement, tune sweeps.TuningCheck) *sweeps.Run {
 	t.Helper()
 	store, err := sweeps.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: st, Bench: b, Sampler: hostmetrics.FS{Root: "/"},
-		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: hosts}}
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: pl.Servers, Bench: pl.Bencher, Sampler: pl.Sampler, Tuning: tune,
+		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: pl.Hosts}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Done != 8 || len(sum.Failed) != 0 {
+	if sum.Done != len(p.Cells) || len(sum.Failed) != 0 {
 		t.Fatalf("%s", sweeps.SummaryText(sum))
 	}
 	run, err := sweeps.ReadRun(dir)
@@ -92,7 +92,7 @@ func TestRealCampaign(t *testing.T) {
 	bin := redisBinary(t)
 	st := &Starter{}
 	p := plan(t, spec(bin), nil)
-	run := runAll(t, p, t.TempDir(), st, Bencher{}, nil)
+	run := runAll(t, p, t.TempDir(), &Placement{Servers: st, Bencher: Bencher{}, Sampler: hostmetrics.FS{Root: "/"}}, nil)
 	for _, rec := range run.Sorted() {
 		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
 			t.Fatalf("%s: incomplete record", rec.CellID)
@@ -211,7 +211,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	}
 	dir := t.TempDir()
 	st := &Starter{}
-	place, err := Place(context.Background(), c, dir, st)
+	place, err := Place(context.Background(), c, dir, PlaceOptions{Starter: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 			_ = place.Down(context.Background())
 		}
 	})
-	run := runAll(t, p, dir, st, place.Bencher, place.Hosts)
+	run := runAll(t, p, dir, place, nil)
 	for _, rec := range run.Sorted() {
 		if rec.Result.Workload.Host != "198.18.0.1" {
 			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)

@@ -45,6 +45,7 @@ type Lab struct {
 	Pair      infra.Pair
 	Dir       string
 	ClientKey ssh.Signer
+	KeyFile   string // ClientKey's private half, for a campaign's provider.key
 	HostKeys  map[string]ssh.PublicKey // by data address
 	Dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -69,6 +70,14 @@ func New(t testing.TB, campaign string) *Lab {
 	l := &Lab{Pair: pair, Dir: t.TempDir(), HostKeys: map[string]ssh.PublicKey{}}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	l.ClientKey, _ = ssh.NewSignerFromKey(priv)
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.KeyFile = filepath.Join(l.Dir, "client_ed25519")
+	if err := os.WriteFile(l.KeyFile, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(l.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(l.ClientKey.PublicKey()), 0o600); err != nil {
 		t.Fatal(err)
 	}

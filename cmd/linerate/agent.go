@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/sweeps/parts"
+)
+
+func init() {
+	register(command{name: "agent", summary: "serve a sweep coordinator on a remote host (sweep run starts it over SSH)", run: runAgent})
+}
+
+const agentUsage = `Usage: linerate agent [--state-dir DIR] [--store DIR]
+
+Runs on each host of an ssh or aws pair, started by 'linerate sweep run' on
+the coordinator over SSH; there is no need to start it by hand. It reads one
+JSON request per line on standard input and answers on standard output:
+start and stop server versions on this host (store versions missing here
+are installed first, as 'linerate servers install' would), FLUSHALL them, sample /proc for
+the cell windows, apply, verify and revert the tuning profile.
+
+When its input ends (the run finished, crashed or lost its connection) it
+stops the servers it started and reverts the tuning. The tuning snapshot is
+also kept in --state-dir, so if even the agent is killed:
+  sudo linerate tune revert --snapshot DIR/tuning-snapshot.json
+
+Flags:
+`
+
+func runAgent(ctx context.Context, args []string) int {
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	stateDir := fs.String("state-dir", ".cache/linerate/agent", "where the tuning snapshot is kept on this host")
+	store := fs.String("store", "", "server-version store on this host (default $LINERATE_HOME or the cache directory)")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, agentUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "linerate agent: %v (see linerate agent --help)\n", err)
+		return 2
+	}
+	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true}, StateDir: *stateDir}
+	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)
+		return 1
+	}
+	return 0
+}

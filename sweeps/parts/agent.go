@@ -1,0 +1,335 @@
+package parts
+
+// The agent is linerate running on a remote host of a pair (`linerate
+// agent`), driven by the coordinator over one command session: JSON lines
+// in on standard input, JSON lines out on standard output. It starts and
+// stops servers with the same Starter a local run uses, flushes them from
+// its own side of the network, samples its host's /proc for the cell
+// windows and applies, checks and reverts the tuning profile. When its
+// input ends (the coordinator finished, crashed or lost the connection) it
+// stops its servers and reverts its tuning: a host is never left tuned and
+// serving by a run that is gone.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/tuning"
+)
+
+// Agent operations.
+const (
+	opFacts      = "facts"
+	opResolve    = "resolve"
+	opStart      = "start"
+	opFlushAll   = "flushall"
+	opSnapshot   = "snapshot"
+	opStop       = "stop"
+	opTuneApply  = "tune-apply"
+	opTuneVerify = "tune-verify"
+	opTuneRevert = "tune-revert"
+)
+
+// agentRequest is one line the coordinator sends.
+type agentRequest struct {
+	ID int    `json:"id"`
+	Op string `json:"op"`
+	// facts
+	Role      string `json:"role,omitempty"`
+	FaultCost bool   `json:"fault_cost,omitempty"`
+	// resolve
+	Version *sweeps.VersionSpec `json:"version,omitempty"`
+	// start
+	Plan   *sweeps.PlanVersion `json:"plan,omitempty"`
+	Bind   string              `json:"bind,omitempty"`
+	LogDir string              `json:"log_dir,omitempty"`
+	// flushall, snapshot (0: the host only), stop
+	Server int `json:"server,omitempty"`
+	// tune-apply: the profile file's text and the host's data address
+	Profile  string `json:"profile,omitempty"`
+	DataAddr string `json:"data_addr,omitempty"`
+}
+
+// agentReply is one line the agent sends: the answer to request ID, or an
+// event (ID 0).
+type agentReply struct {
+	ID    int    `json:"id,omitempty"`
+	Event string `json:"event,omitempty"` // hello, exited
+	Error string `json:"error,omitempty"`
+
+	Facts    *sweeps.HostFacts     `json:"facts,omitempty"`
+	Resolved *sweeps.Resolved      `json:"resolved,omitempty"`
+	Started  *agentServer          `json:"started,omitempty"`
+	Snapshot *hostmetrics.Snapshot `json:"snapshot,omitempty"`
+	Tuning   json.RawMessage       `json:"tuning,omitempty"`
+	Drifts   int                   `json:"drifts,omitempty"`
+	// exited: which server ended and how
+	Server int `json:"server,omitempty"`
+	PID    int `json:"pid,omitempty"` // hello: the agent's PID
+}
+
+// agentServer describes a server the agent started.
+type agentServer struct {
+	ID       int               `json:"id"`
+	Host     string            `json:"host"`
+	Port     int               `json:"port"`
+	PID      int               `json:"pid,omitempty"`
+	Identity sweeps.Resolved   `json:"identity"`
+	Info     map[string]string `json:"info,omitempty"`
+}
+
+// Agent serves one coordinator on this host.
+type Agent struct {
+	// Starter starts servers here (store versions from this host's store,
+	// binaries by their path here, images with this host's docker).
+	Starter *Starter
+	// Root is where /proc and /sys are; "" is "/".
+	Root string
+	// StateDir keeps the tuning snapshot on this host too, so `linerate
+	// tune revert --snapshot` can undo it by hand if even the agent dies.
+	StateDir string
+	// StopTimeout bounds stopping the servers when the input ends.
+	StopTimeout time.Duration
+
+	out     sync.Mutex
+	enc     *json.Encoder
+	servers map[int]sweeps.RunningServer
+	nextID  int
+	tuner   *Tuner
+}
+
+func (a *Agent) root() string {
+	if a.Root == "" {
+		return "/"
+	}
+	return a.Root
+}
+
+func (a *Agent) send(r agentReply) {
+	a.out.Lock()
+	defer a.out.Unlock()
+	_ = a.enc.Encode(r)
+}
+
+// Serve answers requests from in until it ends or ctx is cancelled, then
+// stops every server it started and reverts its tuning.
+func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	a.enc = json.NewEncoder(out)
+	a.servers = map[int]sweeps.RunningServer{}
+	if a.Starter == nil {
+		a.Starter = &Starter{}
+	}
+	defer a.cleanup(ctx)
+	a.send(agentReply{Event: "hello", PID: os.Getpid()})
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			lines <- append([]byte(nil), sc.Bytes()...)
+		}
+		readErr <- sc.Err()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			return err
+		case line := <-lines:
+			var req agentRequest
+			if err := json.Unmarshal(line, &req); err != nil {
+				a.send(agentReply{Error: fmt.Sprintf("agent: request is not JSON: %v", err)})
+				continue
+			}
+			rep, after := a.handle(ctx, req)
+			rep.ID = req.ID
+			a.send(rep)
+			if after != nil {
+				after()
+			}
+		}
+	}
+}
+
+// handle answers one request; after, when set, runs once the answer is
+// sent (a server's exit event must not overtake the answer to its start).
+func (a *Agent) handle(ctx context.Context, req agentRequest) (rep agentReply, after func()) {
+	rep = a.answer(ctx, req)
+	if rep.Started == nil {
+		return rep, nil
+	}
+	id, srv := rep.Started.ID, a.servers[rep.Started.ID]
+	return rep, func() {
+		go func() {
+			for err := range srv.Exited() {
+				msg := "exited"
+				if err != nil {
+					msg = err.Error()
+				}
+				a.send(agentReply{Event: "exited", Server: id, Error: msg})
+			}
+		}()
+	}
+}
+
+func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
+	fail := func(err error) agentReply { return agentReply{Error: err.Error()} }
+	switch req.Op {
+	case opFacts:
+		f := sweeps.LocalHostFacts(a.root(), req.Role)
+		if req.FaultCost {
+			f.MinorFaultCost, _ = hostmetrics.MeasureFaultCost(0)
+		}
+		return agentReply{Facts: &f}
+	case opResolve:
+		if req.Version == nil {
+			return fail(errors.New("resolve: no version"))
+		}
+		r, err := a.Starter.Resolve(ctx, *req.Version)
+		if err != nil {
+			return fail(err)
+		}
+		return agentReply{Resolved: &r}
+	case opStart:
+		if req.Plan == nil {
+			return fail(errors.New("start: no version"))
+		}
+		a.Starter.Bind = req.Bind
+		srv, err := a.Starter.Start(ctx, *req.Plan, req.LogDir)
+		if err != nil {
+			return fail(err)
+		}
+		a.nextID++
+		id := a.nextID
+		a.servers[id] = srv
+		host, port := srv.Addr()
+		info, _ := srv.Info(ctx)
+		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info}}
+	case opFlushAll, opStop:
+		srv := a.servers[req.Server]
+		if srv == nil {
+			return fail(fmt.Errorf("%s: no server %d on this host (the agent restarted?)", req.Op, req.Server))
+		}
+		if req.Op == opFlushAll {
+			if err := srv.FlushAll(ctx); err != nil {
+				return fail(err)
+			}
+			return agentReply{}
+		}
+		delete(a.servers, req.Server)
+		if err := srv.Stop(ctx); err != nil {
+			return fail(err)
+		}
+		return agentReply{}
+	case opSnapshot:
+		pid := 0
+		if req.Server != 0 {
+			srv := a.servers[req.Server]
+			if srv == nil {
+				return fail(fmt.Errorf("snapshot: no server %d on this host", req.Server))
+			}
+			pid = srv.PID()
+		}
+		s, err := hostmetrics.FS{Root: a.root()}.Snapshot(pid)
+		if err != nil {
+			return fail(err)
+		}
+		return agentReply{Snapshot: s}
+	case opTuneApply:
+		p, err := tuning.ParseProfile([]byte(req.Profile))
+		if err != nil {
+			return fail(fmt.Errorf("tuning profile: %w", err))
+		}
+		// Each host of a pair tunes the NIC carrying its own data address.
+		if p.NICAddress != "" && req.DataAddr != "" {
+			if _, err := netip.ParseAddr(req.DataAddr); err == nil {
+				p.NICAddress = req.DataAddr
+			}
+		}
+		if err := a.revert(ctx); err != nil {
+			return fail(err)
+		}
+		t := &Tuner{Host: tuning.NewLiveHost(a.root()), Profile: p}
+		snap, err := t.Apply(ctx, a.saveSnapshot)
+		if err != nil {
+			return fail(err)
+		}
+		a.tuner = t
+		return agentReply{Tuning: snap}
+	case opTuneVerify:
+		if a.tuner == nil {
+			return fail(errors.New("tune-verify: no profile applied on this host (the agent restarted?)"))
+		}
+		rep, drifts, err := a.tuner.Verify(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return agentReply{Tuning: rep, Drifts: drifts}
+	case opTuneRevert:
+		if err := a.revert(ctx); err != nil {
+			return fail(err)
+		}
+		return agentReply{}
+	}
+	return fail(fmt.Errorf("agent: unknown op %q", req.Op))
+}
+
+// SnapshotFile is where the agent keeps the tuning snapshot on its host.
+const SnapshotFile = "tuning-snapshot.json"
+
+func (a *Agent) saveSnapshot(b json.RawMessage) error {
+	if a.StateDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(a.StateDir, 0o755); err != nil {
+		return err
+	}
+	return sweeps.WriteFileAtomic(filepath.Join(a.StateDir, SnapshotFile), b)
+}
+
+func (a *Agent) revert(ctx context.Context) error {
+	if a.tuner == nil {
+		return nil
+	}
+	if err := a.tuner.Revert(ctx); err != nil {
+		return err
+	}
+	a.tuner = nil
+	if a.StateDir != "" {
+		os.Remove(filepath.Join(a.StateDir, SnapshotFile))
+	}
+	return nil
+}
+
+// cleanup runs when the coordinator is gone: a fresh context, as the
+// caller's is likely cancelled.
+func (a *Agent) cleanup(ctx context.Context) {
+	d := a.StopTimeout
+	if d <= 0 {
+		d = time.Minute
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	for id, srv := range a.servers {
+		if err := srv.Stop(cctx); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate agent: stop server %d: %v\n", id, err)
+		}
+		delete(a.servers, id)
+	}
+	if err := a.revert(cctx); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, SnapshotFile))
+	}
+}

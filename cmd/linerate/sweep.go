@@ -17,6 +17,7 @@ import (
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/parts"
+	"github.com/linerate/linerate/tuning"
 )
 
 func init() {
@@ -141,6 +142,21 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
+	// The profile is read first: a bad one fails before any host is up,
+	// and the netns pair is created with the queue count it asks for.
+	var prof tuning.Profile
+	var profText []byte
+	var where string
+	if c.Tuning != "" {
+		if prof, where, err = parts.LoadProfile(c.Tuning, *profiles); err == nil {
+			profText, err = os.ReadFile(where)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+			return 2
+		}
+		ra.queues = parts.QueuesOf(prof)
+	}
 	place, code := placeHosts(ctx, c, dir, ra, "sweep run")
 	if place == nil {
 		return code
@@ -167,17 +183,7 @@ func runSweep(ctx context.Context, args []string) int {
 		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
 	}
 	if c.Tuning != "" {
-		prof, where, err := parts.LoadProfile(c.Tuning, *profiles)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-			return 2
-		}
-		text, err := os.ReadFile(where)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-			return 2
-		}
-		tuner := place.Tuner(text, prof)
+		tuner := place.Tuner(profText, prof)
 		snap, err := tuner.Apply(ctx, func(b json.RawMessage) error {
 			return sweeps.WriteFileAtomic(filepath.Join(dir, "tuning-snapshot.json"), b)
 		})
@@ -303,6 +309,7 @@ func reapOrphans(ctx context.Context, dir string) {
 type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
 	keysEnv, yes                          bool
+	queues                                int // from the tuning profile, not a flag
 }
 
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
@@ -323,7 +330,7 @@ func remote(c *sweeps.Campaign) bool {
 // placeHosts brings up the campaign's hosts; nil and an exit code on
 // failure, the error printed.
 func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who string) (*parts.Placement, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter,
+	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	"github.com/linerate/linerate/infra/aws"
@@ -119,6 +120,9 @@ type PlaceOptions struct {
 	Confirm func(aws.Config) bool
 	// Log receives progress lines of bringing hosts up; nil is silent.
 	Log func(format string, args ...any)
+	// Queues is the NIC queue count the tuning profile asks for: the netns
+	// provider creates its veth with that many, so the profile can set it.
+	Queues int
 }
 
 // Place brings up the campaign's hosts. local: everything on this host over
@@ -153,7 +157,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.File, err)
 		}
-		pair, err := prov.Up(ctx, infra.Spec{Campaign: c.Name, Dir: dir})
+		pair, err := prov.Up(ctx, infra.Spec{Campaign: c.Name, Dir: dir, Queues: opt.Queues})
 		if err != nil {
 			return nil, fmt.Errorf("bring up the netns pair: %w", err)
 		}
@@ -165,7 +169,16 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		starter.Net, starter.Bind = NetPlace(srv), srv.DataAddr().String()
 		server := sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")
 		client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
-		return local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, prov.Down), nil
+		// Tuning acts inside each namespace (its veth, its sysctls), which
+		// only a process in there sees: an agent per namespace, started
+		// when a profile is applied.
+		agents := pairAgents(pair)
+		for role, a := range agents {
+			a.StateDir = filepath.Join(dir, "agent-"+role)
+		}
+		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
+		pl.Tuner = remoteTuner(agents)
+		return pl, nil
 	case sweeps.ProviderSSH, sweeps.ProviderAWS:
 		prov := opt.Provider
 		if prov == nil {
@@ -222,16 +235,8 @@ func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (
 
 // placeRemote starts an agent on each host of a pair and reads their facts.
 func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider) (*Placement, error) {
-	agents := map[string]*AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
-	down := func(ctx context.Context) error {
-		// Agents first: they stop their servers and revert their tuning
-		// while the hosts still exist.
-		var errs []error
-		for _, role := range []string{"server", "client"} {
-			errs = append(errs, agents[role].Close(ctx))
-		}
-		return errors.Join(append(errs, prov.Down(ctx))...)
-	}
+	agents := pairAgents(pair)
+	down := agentsThenDown(agents, prov)
 	fail := func(err error) (*Placement, error) {
 		dctx, cancel := infra.TeardownContext(ctx)
 		defer cancel()
@@ -251,7 +256,32 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider) (*Pl
 		hosts = append(hosts, f)
 	}
 	starter := &RemoteStarter{Agent: agents["server"]}
-	tuner := func(text []byte, _ tuning.Profile) HostTuner { return &RemoteTuner{Agents: agents, Profile: text} }
 	return &Placement{Servers: starter, Resolver: starter, Bencher: HostBencher{Host: pair.Client},
-		Hosts: hosts, FaultCost: cost, Tuner: tuner, Down: down}, nil
+		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), Down: down}, nil
+}
+
+// pairAgents are the (not yet started) agents of a pair's hosts, by role.
+func pairAgents(pair infra.Pair) map[string]*AgentClient {
+	return map[string]*AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
+}
+
+// agentsThenDown closes the agents first, so they stop their servers and
+// revert their tuning while the hosts still exist, then takes the pair down.
+func agentsThenDown(agents map[string]*AgentClient, prov infra.Provider) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, role := range []string{"server", "client"} {
+			errs = append(errs, agents[role].Close(ctx))
+		}
+		return errors.Join(append(errs, prov.Down(ctx))...)
+	}
+}
+
+func remoteTuner(agents map[string]*AgentClient) func([]byte, tuning.Profile) HostTuner {
+	return func(text []byte, _ tuning.Profile) HostTuner { return &RemoteTuner{Agents: agents, Profile: text} }
+}
+
+// QueuesOf is the queue count a profile asks for (0: it does not say).
+func QueuesOf(p tuning.Profile) int {
+	return max(p.Queues.Combined, p.Queues.RX, p.Queues.TX)
 }

@@ -2,6 +2,7 @@ package parts
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/tuning"
 )
 
 // redisBinary is Debian's redis-server, which .ci/setup installs.
@@ -211,7 +213,14 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	}
 	dir := t.TempDir()
 	st := &Starter{}
-	place, err := Place(context.Background(), c, dir, PlaceOptions{Starter: st})
+	// The profile asks for 2 queues: the veth is created with 2, and the
+	// agent in each namespace sets them and a per-namespace sysctl there.
+	text := []byte("nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
+	prof, err := tuning.ParseProfile(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place, err := Place(context.Background(), c, dir, PlaceOptions{Starter: st, Queues: QueuesOf(prof)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +230,27 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 			_ = place.Down(context.Background())
 		}
 	})
-	run := runAll(t, p, dir, place, nil)
+	tuner := place.Tuner(text, prof)
+	if _, err := tuner.Apply(context.Background(), func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	srvNS := "lr-" + strconv.Itoa(os.Getpid())
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, srvNS) && strings.HasSuffix(f, "-srv") {
+			srvNS = f
+		}
+	}
+	for _, check := range []struct{ cmd, want string }{
+		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},
+		{"cat /proc/sys/net/core/somaxconn", "1313"},
+	} {
+		got, err := exec.Command("ip", "netns", "exec", srvNS, "sh", "-c", check.cmd).Output()
+		if err != nil || strings.TrimSpace(string(got)) != check.want {
+			t.Errorf("in %s, %s: %q %v, want %s", srvNS, check.cmd, got, err, check.want)
+		}
+	}
+	run := runAll(t, p, dir, place, tuner)
 	for _, rec := range run.Sorted() {
 		if rec.Result.Workload.Host != "198.18.0.1" {
 			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)
@@ -236,11 +265,16 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 			t.Errorf("%s: no traffic on the server's veth: %+v", rec.CellID, rec.Host.NICs)
 		}
 	}
+	for _, rec := range run.Sorted() {
+		if rec.Tuning == nil || rec.Tuning.Drifts != 0 {
+			t.Errorf("%s: tuning check %+v", rec.CellID, rec.Tuning)
+		}
+	}
 	if err := place.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	downed = true
-	out, _ := exec.Command("ip", "netns", "list").Output()
+	out, _ = exec.Command("ip", "netns", "list").Output()
 	if strings.Contains(string(out), "lr-"+strconv.Itoa(os.Getpid())) {
 		t.Errorf("namespaces left after Down:\n%s", out)
 	}

@@ -15,7 +15,7 @@ func init() {
 	register(command{name: "agent", summary: "serve a sweep coordinator on a remote host (sweep run starts it over SSH)", run: runAgent})
 }
 
-const agentUsage = `Usage: linerate agent [--state-dir DIR] [--store DIR]
+const agentUsage = `Usage: linerate agent [--state-dir DIR] [--store DIR] [--docker CMD]
 
 Runs on each host of an ssh or aws pair, started by 'linerate sweep run' on
 the coordinator over SSH; there is no need to start it by hand. It reads one
@@ -36,6 +36,7 @@ func runAgent(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	stateDir := fs.String("state-dir", ".cache/linerate/agent", "where the tuning snapshot is kept on this host")
 	store := fs.String("store", "", "server-version store on this host (default $LINERATE_HOME or the cache directory)")
+	docker := fs.String("docker", "docker", "command that runs image versions (podman takes the same arguments)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, agentUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -44,7 +45,7 @@ func runAgent(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v (see linerate agent --help)\n", err)
 		return 2
 	}
-	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true}, StateDir: *stateDir}
+	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)
 		return 1

@@ -33,6 +33,9 @@ type Starter struct {
 	StoreDir string
 	// Docker runs docker for image versions; default launch.ExecRunner{}.
 	Docker infra.Runner
+	// DockerCommand is the docker command; default "docker" (podman
+	// takes the same arguments).
+	DockerCommand string
 	// StartTimeout bounds one server start; 0 = the launcher's default.
 	StartTimeout time.Duration
 	// Net and Bind place servers in another network namespace of this
@@ -143,7 +146,7 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 		if r == nil {
 			r = launch.ExecRunner{}
 		}
-		l = &launch.Container{Host: r, Image: v.Image, LogDir: dir}
+		l = &launch.Container{Host: r, Image: v.Image, LogDir: dir, Docker: s.DockerCommand}
 		if set.Kind == "" {
 			set.Kind, _ = imageVersion(v.Image)
 		}

@@ -29,6 +29,8 @@ type AgentClient struct {
 	// CallTimeout bounds one request; default 2 minutes (a server start
 	// with a large maxmemory, a tuning apply).
 	CallTimeout time.Duration
+	// Args are more `linerate agent` flags (--store, --docker).
+	Args []string
 
 	mu      sync.Mutex // one request at a time
 	started bool
@@ -81,7 +83,7 @@ func (c *AgentClient) start(ctx context.Context) error {
 	c.pending, c.exits = map[int]chan agentReply{}, map[int]*serverEnd{}
 	c.started = true
 	go func() {
-		err := c.Host.Exec(sctx, infra.Command{Argv: []string{bin, "agent", "--state-dir", dir}, Stdin: inR, Stdout: outW, Stderr: c.stderr, Once: true})
+		err := c.Host.Exec(sctx, infra.Command{Argv: append([]string{bin, "agent", "--state-dir", dir}, c.Args...), Stdin: inR, Stdout: outW, Stderr: c.stderr, Once: true})
 		if err == nil {
 			// A clean end: Close asked for it.
 			outW.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/infra/sshhost"
 	"github.com/linerate/linerate/infra/sshhost/sshtest"
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -320,5 +321,83 @@ func TestAgentStopsServerWhenConnectionDrops(t *testing.T) {
 	}
 	if err := srv.Stop(ctx); err != nil {
 		t.Errorf("stop of the lost server: %v", err)
+	}
+}
+
+// An image version, as the study's campaign names them, started by the
+// agent on the server host through the container launcher. Docker does not
+// run here, so testdata/fake-docker plays it with the Debian redis-server
+// (the tag is that binary's version). The server keeps the image's default
+// bind, the client host reaches it at the data address, the agent finds its
+// PID with docker inspect and samples its threads, and Stop ends it.
+func TestImageVersionThroughAgent(t *testing.T) {
+	bin := redisBinary(t)
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("redis-server --version: %s", out)
+	}
+	image := "redis:" + string(m[1])
+	l := sshtest.New(t, "e2e-image")
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "docker")
+	src, err := os.ReadFile("testdata/fake-docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fake, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	known := filepath.Join(dir, "known_hosts")
+	var hosts [2]*sshhost.Host
+	for i, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
+		if hosts[i], err = sshhost.New(sshConfig(t, l, h, []string{"server", "client"}[i], known)); err != nil {
+			t.Fatal(err)
+		}
+		defer hosts[i].Close()
+	}
+	agent := &AgentClient{Host: hosts[0], Args: []string{"--docker", fake}}
+	defer agent.Close(context.Background())
+	ctx := context.Background()
+	st := &RemoteStarter{Agent: agent}
+	vs := sweeps.VersionSpec{Image: image, Label: "img", Server: sweeps.ServerSettings{IOThreads: 2}}
+	res, err := st.Resolve(ctx, vs)
+	if err != nil || res.Name != "redis" || res.Version != string(m[1]) {
+		t.Fatalf("resolve %s: %+v %v", image, res, err)
+	}
+	srv, err := st.Start(ctx, sweeps.PlanVersion{Spec: vs, Segment: res.Segment(), Resolved: &res}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := srv.Info(ctx)
+	pid, _ := strconv.Atoi(info["process_id"])
+	if host, port := srv.Addr(); host != "198.18.0.1" || port != 6379 || !alive(pid) || info["config:io-threads"] != "2" {
+		t.Fatalf("server at %s:%d, pid %d, io-threads %q", host, port, pid, info["config:io-threads"])
+	}
+	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: 256 << 10,
+		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second)}.Resolve()
+	rec, err := HostBencher{Host: hosts[1]}.Bench(ctx, w, nil)
+	if err != nil || rec.Stop.Reason != lab.StopCompleted {
+		t.Fatalf("bench from the client host: %v %+v", err, rec)
+	}
+	snap, err := srv.(sweeps.HostSampler).SnapshotHost(ctx)
+	if err != nil || snap.Proc == nil || snap.Proc.PID != pid || len(snap.Proc.Threads) < 2 {
+		t.Fatalf("agent snapshot of pid %d: %+v %v", pid, snap, err)
+	}
+	if err := srv.FlushAll(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := srv.Stop(ctx); err != nil {
+		t.Error(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if alive(pid) {
+		t.Errorf("server pid %d runs after Stop", pid)
 	}
 }

@@ -216,7 +216,38 @@ func (h *Host) conn(ctx context.Context) (*ssh.Client, error) {
 	}
 	nc.SetDeadline(time.Time{})
 	h.client = ssh.NewClient(cc, chans, reqs)
+	go h.keepalive(h.client)
 	return h.client, nil
+}
+
+// KeepaliveEvery is how often an idle connection is checked. A peer that
+// stopped answering (a host gone, a half-open connection) is noticed
+// within two intervals and the connection closed, so commands on it fail
+// instead of waiting forever; a silent bench could otherwise keep a paid
+// instance pair up until its dead-man shutdown.
+var KeepaliveEvery = 15 * time.Second
+
+func (h *Host) keepalive(c *ssh.Client) {
+	t := time.NewTicker(KeepaliveEvery)
+	defer t.Stop()
+	for range t.C {
+		answered := make(chan error, 1)
+		go func() {
+			// OpenSSH answers an unknown global request with a failure:
+			// any answer means the peer is there.
+			_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+			answered <- err
+		}()
+		select {
+		case err := <-answered:
+			if err != nil { // the connection is closed: nothing to watch
+				return
+			}
+		case <-time.After(KeepaliveEvery):
+			h.drop(c)
+			return
+		}
+	}
 }
 
 // drop forgets a connection that failed, so the next use dials again.

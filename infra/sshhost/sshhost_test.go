@@ -401,3 +401,73 @@ func TestPutGetRoundTrip(t *testing.T) {
 		t.Error("put of a missing file succeeded")
 	}
 }
+
+// frozenConn stands for a peer that vanished without closing (a host
+// gone, a half-open connection): once frozen, writes vanish and reads
+// never return, as on a connection nobody answers.
+type frozenConn struct {
+	net.Conn
+	frozen    chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *frozenConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	select {
+	case <-c.frozen:
+		<-c.closed // the bytes never arrive; only closing ends the wait
+		return 0, net.ErrClosed
+	default:
+	}
+	return n, err
+}
+
+func (c *frozenConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+func (c *frozenConn) Write(b []byte) (int, error) {
+	select {
+	case <-c.frozen:
+		return len(b), nil
+	default:
+		return c.Conn.Write(b)
+	}
+}
+
+// A peer that stops answering is noticed by the keepalive: a command
+// running on the connection fails within a few intervals instead of
+// waiting for ever (here a 60 s command without a timeout), and is not
+// run again when marked Once.
+func TestSilentPeerIsNoticed(t *testing.T) {
+	l := newLab(t)
+	old := KeepaliveEvery
+	KeepaliveEvery = 300 * time.Millisecond
+	defer func() { KeepaliveEvery = old }()
+	frozen := make(chan struct{})
+	cfg := l.config(l.pair.Server, filepath.Join(t.TempDir(), "known_hosts"))
+	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := l.dialFromNS(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &frozenConn{Conn: c, frozen: frozen, closed: make(chan struct{})}, nil
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	time.AfterFunc(time.Second, func() { close(frozen) })
+	start := time.Now()
+	err = h.Exec(context.Background(), infra.Command{Argv: []string{"sleep", "60"}, Once: true})
+	if err == nil || !strings.Contains(err.Error(), "not run again") {
+		t.Errorf("want a lost-connection error, got %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the silent peer was noticed after %v", d)
+	}
+	t.Logf("noticed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}

@@ -39,6 +39,10 @@ type HostFacts struct {
 	// MinorFaultCost is the measured price of one fresh-page fault
 	// (hostmetrics.MeasureFaultCost); it feeds the page-fault limit label.
 	MinorFaultCost time.Duration `json:"minor_fault_cost_ns,omitempty"`
+	// ClockOffset is this host's clock minus the coordinator's, measured
+	// through its agent when the run started (remote hosts only). Server
+	// host snapshots are moved onto the client host's clock with it.
+	ClockOffset time.Duration `json:"clock_offset_ns,omitempty"`
 }
 
 // NICFact is one network interface with its driver, where it has one.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -45,6 +47,10 @@ func runAgent(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v (see linerate agent --help)\n", err)
 		return 2
 	}
+	// A coordinator that is gone closes our output: writing to it must be
+	// an error the agent handles (stop servers, revert tuning), not a
+	// SIGPIPE that ends the process first.
+	signal.Ignore(syscall.SIGPIPE)
 	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)

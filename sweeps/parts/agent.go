@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -74,6 +75,8 @@ type agentReply struct {
 	Snapshot *hostmetrics.Snapshot `json:"snapshot,omitempty"`
 	Tuning   json.RawMessage       `json:"tuning,omitempty"`
 	Drifts   int                   `json:"drifts,omitempty"`
+	// facts: the agent's clock as it answers
+	Now time.Time `json:"now,omitzero"`
 	// exited: which server ended and how
 	Server int `json:"server,omitempty"`
 	PID    int `json:"pid,omitempty"` // hello: the agent's PID
@@ -104,6 +107,8 @@ type Agent struct {
 
 	out     sync.Mutex
 	enc     *json.Encoder
+	gone    chan struct{} // closed when a reply cannot be written
+	goneOne sync.Once
 	servers map[int]sweeps.RunningServer
 	nextID  int
 	tuner   *Tuner
@@ -116,29 +121,44 @@ func (a *Agent) root() string {
 	return a.Root
 }
 
+// send writes one line; a failed write means the coordinator is gone.
 func (a *Agent) send(r agentReply) {
 	a.out.Lock()
 	defer a.out.Unlock()
-	_ = a.enc.Encode(r)
+	if err := a.enc.Encode(r); err != nil {
+		a.goneOne.Do(func() { close(a.gone) })
+	}
 }
 
-// Serve answers requests from in until it ends or ctx is cancelled, then
-// stops every server it started and reverts its tuning.
+// Serve answers requests from in until it ends, a reply cannot be written
+// or ctx is cancelled, then stops every server it started and reverts its
+// tuning. The request being worked on is cancelled as soon as the input
+// ends: a coordinator that is gone does not wait for an install or a pull.
+// The caller must ignore SIGPIPE, so a closed output is an error here and
+// not the end of the process before the cleanup.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.enc = json.NewEncoder(out)
+	a.gone = make(chan struct{})
 	a.servers = map[int]sweeps.RunningServer{}
 	if a.Starter == nil {
 		a.Starter = &Starter{}
 	}
 	defer a.cleanup(ctx)
+	reqCtx, endInput := context.WithCancel(ctx)
+	defer endInput()
 	a.send(agentReply{Event: "hello", PID: os.Getpid()})
-	lines := make(chan []byte)
+	lines := make(chan []byte, 16)
 	readErr := make(chan error, 1)
 	go func() {
+		defer endInput()
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
-			lines <- append([]byte(nil), sc.Bytes()...)
+			select {
+			case lines <- append([]byte(nil), sc.Bytes()...):
+			case <-reqCtx.Done():
+				return
+			}
 		}
 		readErr <- sc.Err()
 	}()
@@ -146,6 +166,8 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-a.gone:
+			return errors.New("the coordinator is gone (output closed)")
 		case err := <-readErr:
 			return err
 		case line := <-lines:
@@ -154,7 +176,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 				a.send(agentReply{Error: fmt.Sprintf("agent: request is not JSON: %v", err)})
 				continue
 			}
-			rep, after := a.handle(ctx, req)
+			rep, after := a.handle(reqCtx, req)
 			rep.ID = req.ID
 			a.send(rep)
 			if after != nil {
@@ -193,7 +215,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if req.FaultCost {
 			f.MinorFaultCost, _ = hostmetrics.MeasureFaultCost(0)
 		}
-		return agentReply{Facts: &f}
+		return agentReply{Facts: &f, Now: time.Now()}
 	case opResolve:
 		if req.Version == nil {
 			return fail(errors.New("resolve: no version"))
@@ -229,10 +251,10 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			}
 			return agentReply{}
 		}
-		delete(a.servers, req.Server)
 		if err := srv.Stop(ctx); err != nil {
-			return fail(err)
+			return fail(err) // still ours: the cleanup tries again
 		}
+		delete(a.servers, req.Server)
 		return agentReply{}
 	case opSnapshot:
 		pid := 0
@@ -260,6 +282,9 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			}
 		}
 		if err := a.revert(ctx); err != nil {
+			return fail(err)
+		}
+		if err := a.revertLeftover(ctx); err != nil {
 			return fail(err)
 		}
 		t := &Tuner{Host: tuning.NewLiveHost(a.root()), Profile: p}
@@ -312,6 +337,33 @@ func (a *Agent) revert(ctx context.Context) error {
 		os.Remove(filepath.Join(a.StateDir, SnapshotFile))
 	}
 	return nil
+}
+
+// revertLeftover restores a snapshot an earlier agent left (it was killed
+// before it could revert, or its connection is half open and it has not
+// noticed yet): a new snapshot taken over tuned values would make the
+// tuned values the ones a revert restores.
+func (a *Agent) revertLeftover(ctx context.Context) error {
+	if a.StateDir == "" {
+		return nil
+	}
+	path := filepath.Join(a.StateDir, SnapshotFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("leftover tuning snapshot: %w", err)
+	}
+	var snap tuning.Snapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return fmt.Errorf("leftover tuning snapshot %s: %w (revert by hand: linerate tune revert --snapshot %s, then delete it)", path, err, path)
+	}
+	if err := tuning.Revert(ctx, tuning.NewLiveHost(a.root()), snap); err != nil {
+		return fmt.Errorf("revert the leftover tuning snapshot %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "linerate agent: reverted the tuning an earlier run left (%s)\n", path)
+	return os.Remove(path)
 }
 
 // cleanup runs when the coordinator is gone: a fresh context, as the

@@ -38,7 +38,11 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	}
 	argv := append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...)
 	var out, errb bytes.Buffer
-	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: &errb}
+	// A bound even when the connection dies silently: the window, plus
+	// room for the prefill and the drain (each request has its own
+	// timeout, so a stuck server ends the bench well before this).
+	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: &errb,
+		Timeout: time.Duration(w.Warmup) + time.Duration(w.Duration) + 10*time.Minute}
 	if w.Password != "" {
 		cmd.Env = []string{"LINERATE_PASSWORD=" + w.Password}
 	}
@@ -193,7 +197,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 			defer cancel()
 			return nil, errors.Join(fmt.Errorf("bring up the %s pair: %w", prov.Kind(), err), prov.Down(dctx))
 		}
-		return placeRemote(ctx, pair, prov)
+		return placeRemote(ctx, pair, prov, opt.Log)
 	}
 	return nil, fmt.Errorf("%s: provider %q: want local, netns, ssh or aws", c.File, c.Provider.Kind)
 }
@@ -222,19 +226,21 @@ func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.File, err)
 	}
-	if opt.Confirm == nil || !opt.Confirm(cfg) {
-		return nil, errors.New("aws pair not launched")
-	}
+	// The clients first: a profile that does not load fails before the
+	// operator is asked to spend money.
 	p, err := aws.New(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Confirm == nil || !opt.Confirm(cfg) {
+		return nil, errors.New("aws pair not launched")
 	}
 	p.Log = opt.Log
 	return p, nil
 }
 
 // placeRemote starts an agent on each host of a pair and reads their facts.
-func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider) (*Placement, error) {
+func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, log func(string, ...any)) (*Placement, error) {
 	agents := pairAgents(pair)
 	down := agentsThenDown(agents, prov)
 	fail := func(err error) (*Placement, error) {
@@ -255,7 +261,11 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider) (*Pl
 		}
 		hosts = append(hosts, f)
 	}
-	starter := &RemoteStarter{Agent: agents["server"]}
+	starter := &RemoteStarter{Agent: agents["server"], Shift: hosts[0].ClockOffset - hosts[1].ClockOffset}
+	if d := starter.Shift.Abs(); d > 100*time.Millisecond && log != nil {
+		// Corrected, but a clock that jumps during the run is not.
+		log("note: the server host's clock is %v off the client host's; host metrics are shifted to match (is NTP running?)", starter.Shift.Round(time.Millisecond))
+	}
 	return &Placement{Servers: starter, Resolver: starter, Bencher: HostBencher{Host: pair.Client},
 		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), Down: down}, nil
 }

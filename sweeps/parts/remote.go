@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,20 +28,40 @@ type AgentClient struct {
 	// (relative to the login directory); default .cache/linerate/agent.
 	StateDir string
 	// CallTimeout bounds one request; default 2 minutes (a server start
-	// with a large maxmemory, a tuning apply).
+	// with a large maxmemory, a tuning apply). A request that runs out
+	// ends the session: an agent that does not answer is not waited for
+	// again.
 	CallTimeout time.Duration
 	// Args are more `linerate agent` flags (--store, --docker).
 	Args []string
 
-	mu      sync.Mutex // one request at a time
-	started bool
-	stdin   *io.PipeWriter
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the session ended
-	endErr  error
-	stderr  *infra.TailBuffer
+	mu   sync.Mutex // one request at a time; guards sess and gens
+	sess *session
+	gens int // sessions started so far
+	// sudo runs the agent through `sudo -n` (a login user that is not
+	// root but may become it: tuning writes /proc/sys and /proc/irq).
+	sudo   []string
+	probed bool
+	root   bool
+}
 
-	evMu    sync.Mutex
+// notRoot says the agent runs without root (known once a session started).
+func (c *AgentClient) notRoot() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.probed && !c.root && c.sudo == nil
+}
+
+// session is one run of the agent; a new one starts after it ended.
+type session struct {
+	gen    int
+	stdin  *io.PipeWriter
+	cancel context.CancelFunc
+	stderr *infra.TailBuffer
+
+	mu      sync.Mutex // guards the fields below
+	done    chan struct{}
+	endErr  error
 	nextID  int
 	pending map[int]chan agentReply
 	exits   map[int]*serverEnd // by server ID, until stopped
@@ -53,22 +74,34 @@ func (c *AgentClient) timeout() time.Duration {
 	return 2 * time.Minute
 }
 
-// start opens the session; c.mu is held.
-func (c *AgentClient) start(ctx context.Context) error {
-	if c.started {
+// session returns the running session, starting one when there is none or
+// the last one ended (its servers were reported gone); c.mu is held.
+func (c *AgentClient) session(ctx context.Context) (*session, error) {
+	if s := c.sess; s != nil {
 		select {
-		case <-c.done:
-			// The session ended under us (a dropped connection): its
-			// servers were reported gone; later requests get a fresh agent.
-			c.stdin.Close()
-			c.cancel()
+		case <-s.done:
+			s.stdin.Close()
+			s.cancel()
 		default:
-			return nil
+			return s, nil
 		}
 	}
 	bin, err := c.Host.Linerate(ctx)
 	if err != nil {
-		return fmt.Errorf("agent on %s: %w", c.Host.Name(), err)
+		return nil, fmt.Errorf("agent on %s: %w", c.Host.Name(), err)
+	}
+	if !c.probed {
+		// Tuning needs root: a login user that is not root runs the agent
+		// through passwordless sudo when it has it.
+		out, err := c.Host.Run(ctx, "sh", "-c", `id -u; if [ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null; then echo sudo; fi`)
+		if err != nil {
+			return nil, fmt.Errorf("agent on %s: who am I: %w", c.Host.Name(), err)
+		}
+		c.root = strings.HasPrefix(strings.TrimSpace(string(out)), "0")
+		if strings.Contains(string(out), "sudo") {
+			c.sudo = []string{"sudo", "-n"}
+		}
+		c.probed = true
 	}
 	dir := c.StateDir
 	if dir == "" {
@@ -78,30 +111,31 @@ func (c *AgentClient) start(ctx context.Context) error {
 	outR, outW := io.Pipe()
 	// The session outlives any one request; Close ends it.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.stdin, c.cancel, c.done = inW, cancel, make(chan struct{})
-	c.stderr = &infra.TailBuffer{Max: 4096}
-	c.pending, c.exits = map[int]chan agentReply{}, map[int]*serverEnd{}
-	c.started = true
+	c.gens++
+	s := &session{gen: c.gens, stdin: inW, cancel: cancel, stderr: &infra.TailBuffer{Max: 4096},
+		done: make(chan struct{}), pending: map[int]chan agentReply{}, exits: map[int]*serverEnd{}}
+	c.sess = s
+	argv := append(append(append([]string(nil), c.sudo...), bin, "agent", "--state-dir", dir), c.Args...)
 	go func() {
-		err := c.Host.Exec(sctx, infra.Command{Argv: append([]string{bin, "agent", "--state-dir", dir}, c.Args...), Stdin: inR, Stdout: outW, Stderr: c.stderr, Once: true})
+		err := c.Host.Exec(sctx, infra.Command{Argv: argv, Stdin: inR, Stdout: outW, Stderr: s.stderr, Once: true})
 		if err == nil {
 			// A clean end: Close asked for it.
 			outW.Close()
 			inR.Close()
 			return
 		}
-		if tail := lastLine(c.stderr.String()); tail != "" {
+		if tail := lastLine(s.stderr.String()); tail != "" {
 			err = fmt.Errorf("%w; agent stderr: %s", err, tail)
 		}
 		outW.CloseWithError(err)
 		inR.CloseWithError(err)
 	}()
-	go c.read(outR)
-	return nil
+	go s.read(outR, c.Host.Name())
+	return s, nil
 }
 
 // read dispatches the agent's lines until the session ends.
-func (c *AgentClient) read(out io.Reader) {
+func (s *session) read(out io.Reader, host string) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -109,42 +143,43 @@ func (c *AgentClient) read(out io.Reader) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			continue // not ours (a shell's greeting); replies are JSON
 		}
-		c.evMu.Lock()
+		s.mu.Lock()
 		switch {
 		case r.Event == "exited":
-			if e := c.exits[r.Server]; e != nil {
+			if e := s.exits[r.Server]; e != nil {
 				e.end(errors.New(r.Error))
 			}
 		case r.ID != 0:
 			if r.Started != nil {
 				// Registered before the next line is read: an exit
 				// event follows its start's answer.
-				c.exits[r.Started.ID] = &serverEnd{ch: make(chan error, 1)}
+				s.exits[r.Started.ID] = &serverEnd{ch: make(chan error, 1)}
 			}
-			if ch := c.pending[r.ID]; ch != nil {
+			if ch := s.pending[r.ID]; ch != nil {
 				ch <- r
-				delete(c.pending, r.ID)
+				delete(s.pending, r.ID)
 			}
 		}
-		c.evMu.Unlock()
+		s.mu.Unlock()
 	}
 	err := sc.Err()
 	if err == nil {
 		err = io.EOF
 	}
-	c.evMu.Lock()
-	c.endErr = err
-	close(c.done)
+	s.mu.Lock()
+	s.endErr = err
 	// The agent stops its servers when its input ends.
-	c.endServers(fmt.Errorf("agent on %s ended (%v); it stopped its server", c.Host.Name(), err))
-	c.evMu.Unlock()
+	for _, e := range s.exits {
+		e.end(fmt.Errorf("agent on %s ended (%v); it stopped its server", host, err))
+	}
+	close(s.done)
+	s.mu.Unlock()
 }
 
-// endServers reports every server as gone; c.evMu is held.
-func (c *AgentClient) endServers(err error) {
-	for _, e := range c.exits {
-		e.end(err)
-	}
+func (s *session) ended() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endErr
 }
 
 // serverEnd is a server's Exited channel: one end, reported once.
@@ -166,50 +201,72 @@ func (e *serverEnd) end(err error) (first bool) {
 	return first
 }
 
-// call sends one request and waits for its answer.
-func (c *AgentClient) call(ctx context.Context, req agentRequest) (agentReply, error) {
+// errSessionGone is a request for a session that has ended: what it knew
+// (a server, the tuning) went with it.
+var errSessionGone = errors.New("its agent session ended")
+
+// call sends one request and waits for its answer. With want nil it uses
+// the current session (started when needed); with want set, only that
+// session, failing with errSessionGone once it ended. The answer comes with
+// the session it came from.
+func (c *AgentClient) call(ctx context.Context, req agentRequest, want *session) (agentReply, *session, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.start(ctx); err != nil {
-		return agentReply{}, err
+	s := want
+	if s == nil {
+		var err error
+		if s, err = c.session(ctx); err != nil {
+			return agentReply{}, nil, err
+		}
 	}
-	c.evMu.Lock()
-	c.nextID++
-	req.ID = c.nextID
+	select {
+	case <-s.done:
+		if want != nil {
+			return agentReply{}, s, fmt.Errorf("%s on %s: %w (%v)", req.Op, c.Host.Name(), errSessionGone, s.ended())
+		}
+	default:
+	}
+	s.mu.Lock()
+	s.nextID++
+	req.ID = s.nextID
 	ch := make(chan agentReply, 1)
-	c.pending[req.ID] = ch
-	c.evMu.Unlock()
+	s.pending[req.ID] = ch
+	s.mu.Unlock()
 	forget := func() {
-		c.evMu.Lock()
-		delete(c.pending, req.ID)
-		c.evMu.Unlock()
+		s.mu.Lock()
+		delete(s.pending, req.ID)
+		s.mu.Unlock()
 	}
 	line, err := json.Marshal(req)
 	if err != nil {
 		forget()
-		return agentReply{}, err
+		return agentReply{}, s, err
 	}
-	if _, err := c.stdin.Write(append(line, '\n')); err != nil {
+	if _, err := s.stdin.Write(append(line, '\n')); err != nil {
 		forget()
-		return agentReply{}, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, err)
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, err)
 	}
 	t := time.NewTimer(c.timeout())
 	defer t.Stop()
 	select {
 	case r := <-ch:
 		if r.Error != "" {
-			return r, fmt.Errorf("%s on %s: %s", req.Op, c.Host.Name(), r.Error)
+			return r, s, fmt.Errorf("%s on %s: %s", req.Op, c.Host.Name(), r.Error)
 		}
-		return r, nil
-	case <-c.done:
+		return r, s, nil
+	case <-s.done:
 		forget()
-		return agentReply{}, fmt.Errorf("agent on %s: %s: session ended: %v", c.Host.Name(), req.Op, c.endErr)
+		return agentReply{}, s, fmt.Errorf("%s on %s: %w (%v)", req.Op, c.Host.Name(), errSessionGone, s.ended())
 	case <-ctx.Done():
 		forget()
-		return agentReply{}, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, ctx.Err())
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, ctx.Err())
 	case <-t.C:
 		forget()
-		return agentReply{}, fmt.Errorf("agent on %s: %s: no answer after %v", c.Host.Name(), req.Op, c.timeout())
+		// A hung agent or a half-open connection: end the session (the
+		// remote process group is killed), so the next request gets a
+		// fresh agent instead of waiting again.
+		s.cancel()
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: no answer after %v; session ended", c.Host.Name(), req.Op, c.timeout())
 	}
 }
 
@@ -218,33 +275,42 @@ func (c *AgentClient) call(ctx context.Context, req agentRequest) (agentReply, e
 func (c *AgentClient) Close(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started {
+	s := c.sess
+	if s == nil {
 		return nil
 	}
-	c.stdin.Close()
+	c.sess = nil
+	s.stdin.Close()
 	select {
-	case <-c.done:
+	case <-s.done:
 	case <-ctx.Done():
 	}
-	c.cancel()
-	c.started = false
-	if c.endErr != nil && !errors.Is(c.endErr, io.EOF) {
-		return fmt.Errorf("agent on %s: %v", c.Host.Name(), c.endErr)
+	s.cancel()
+	if err := s.ended(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("agent on %s: %v", c.Host.Name(), err)
 	}
 	return nil
 }
 
 // Facts are the host's facts as its agent reads them, with the price of a
-// page fault there when faultCost is set.
+// page fault there when faultCost is set, and the host's clock offset.
 func (c *AgentClient) Facts(ctx context.Context, role string, faultCost bool) (sweeps.HostFacts, error) {
-	r, err := c.call(ctx, agentRequest{Op: opFacts, Role: role, FaultCost: faultCost})
+	r, _, err := c.call(ctx, agentRequest{Op: opFacts, Role: role, FaultCost: faultCost}, nil)
+	got := time.Now()
 	if err != nil {
 		return sweeps.HostFacts{}, err
 	}
 	if r.Facts == nil {
 		return sweeps.HostFacts{}, fmt.Errorf("facts of %s: empty answer", c.Host.Name())
 	}
-	return *r.Facts, nil
+	f := *r.Facts
+	if !r.Now.IsZero() {
+		// The agent reads its clock just before answering (after the
+		// fault-cost measurement): against the receipt, the offset is
+		// right to within the one-way latency of the SSH connection.
+		f.ClockOffset = r.Now.Sub(got)
+	}
+	return f, nil
 }
 
 // RemoteStarter starts campaign versions on a remote server host through
@@ -256,11 +322,15 @@ type RemoteStarter struct {
 	// LogDir is where server logs go on the host; default
 	// .cache/linerate/servers under the login directory.
 	LogDir string
+	// Shift is the server host's clock minus the client host's: snapshots
+	// are moved by it onto the client's clock, which stamps the results
+	// whose window they are cut to.
+	Shift time.Duration
 }
 
 // Resolve implements sweeps.Resolver on the server host.
 func (s *RemoteStarter) Resolve(ctx context.Context, v sweeps.VersionSpec) (sweeps.Resolved, error) {
-	r, err := s.Agent.call(ctx, agentRequest{Op: opResolve, Version: &v})
+	r, _, err := s.Agent.call(ctx, agentRequest{Op: opResolve, Version: &v}, nil)
 	if err != nil {
 		return sweeps.Resolved{}, err
 	}
@@ -279,12 +349,8 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 		dir = ".cache/linerate/servers"
 	}
 	addr := s.Agent.Host.DataAddr()
-	bind := ""
-	if addr.IsValid() {
-		bind = addr.String()
-	}
 	a := s.Agent
-	r, err := a.call(ctx, agentRequest{Op: opStart, Plan: &pv, Bind: bind, LogDir: dir})
+	r, sess, err := a.call(ctx, agentRequest{Op: opStart, Plan: &pv, Bind: addrString(addr), LogDir: dir}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -292,15 +358,15 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 	if st == nil {
 		return nil, fmt.Errorf("start %s on %s: empty answer", pv.Segment, a.Host.Name())
 	}
-	srv := &remoteServer{agent: a, st: *st}
+	srv := &remoteServer{agent: a, sess: sess, st: *st, shift: s.Shift}
 	if addr.IsValid() {
 		// Containers report 127.0.0.1 (host network); the client host
 		// reaches the server at the data address.
 		srv.st.Host = addr.String()
 	}
-	a.evMu.Lock()
-	e := a.exits[st.ID]
-	a.evMu.Unlock()
+	sess.mu.Lock()
+	e := sess.exits[st.ID]
+	sess.mu.Unlock()
 	if e == nil {
 		return nil, fmt.Errorf("start %s on %s: answer without registration", pv.Segment, a.Host.Name())
 	}
@@ -309,10 +375,13 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 }
 
 // remoteServer is a server an agent started (sweeps.RunningServer and
-// sweeps.HostSampler).
+// sweeps.HostSampler). It lives in its agent's session: requests go to
+// that session only, never to a fresh agent that does not know it.
 type remoteServer struct {
 	agent  *AgentClient
+	sess   *session
 	st     agentServer
+	shift  time.Duration
 	exited <-chan error
 }
 
@@ -323,43 +392,69 @@ func (r *remoteServer) Info(context.Context) (map[string]string, error) { return
 func (r *remoteServer) Exited() <-chan error                            { return r.exited }
 
 func (r *remoteServer) FlushAll(ctx context.Context) error {
-	_, err := r.agent.call(ctx, agentRequest{Op: opFlushAll, Server: r.st.ID})
+	_, _, err := r.agent.call(ctx, agentRequest{Op: opFlushAll, Server: r.st.ID}, r.sess)
 	return err
 }
 
 func (r *remoteServer) Stop(ctx context.Context) error {
-	r.agent.evMu.Lock()
-	e := r.agent.exits[r.st.ID]
-	delete(r.agent.exits, r.st.ID)
+	r.sess.mu.Lock()
+	e := r.sess.exits[r.st.ID]
+	delete(r.sess.exits, r.st.ID)
 	running := e != nil && e.end(nil) // an asked-for end is no event
-	r.agent.evMu.Unlock()
+	r.sess.mu.Unlock()
 	if !running {
 		// It ended already, or its agent did and stopped it then.
 		return nil
 	}
-	_, err := r.agent.call(ctx, agentRequest{Op: opStop, Server: r.st.ID})
+	_, _, err := r.agent.call(ctx, agentRequest{Op: opStop, Server: r.st.ID}, r.sess)
+	if errors.Is(err, errSessionGone) {
+		return nil // its agent stopped it when its input ended
+	}
 	return err
 }
 
 // SnapshotHost implements sweeps.HostSampler: the server host's /proc
-// through the agent.
+// through the agent, on the client host's clock.
 func (r *remoteServer) SnapshotHost(ctx context.Context) (*hostmetrics.Snapshot, error) {
-	rep, err := r.agent.call(ctx, agentRequest{Op: opSnapshot, Server: r.st.ID})
+	rep, _, err := r.agent.call(ctx, agentRequest{Op: opSnapshot, Server: r.st.ID}, r.sess)
 	if err != nil {
 		return nil, err
+	}
+	if rep.Snapshot != nil {
+		rep.Snapshot.At = rep.Snapshot.At.Add(-r.shift)
 	}
 	return rep.Snapshot, nil
 }
 
 // RemoteTuner applies a tuning profile to both hosts of a pair through
 // their agents, checks both before each cell (sweeps.TuningCheck) and
-// reverts both.
+// reverts both. A host whose agent was replaced (its connection dropped:
+// the old agent reverted when its input ended) is tuned again before its
+// check, and the check counts that as a drift.
 type RemoteTuner struct {
 	Agents  map[string]*AgentClient // by role: server, client
 	Profile []byte                  // the profile file's text
+
+	applied map[string]*session // the session each host was tuned in
 }
 
 func (t *RemoteTuner) roles() []string { return []string{"server", "client"} }
+
+func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, error) {
+	a := t.Agents[role]
+	r, sess, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr())}, nil)
+	if err != nil {
+		if a.notRoot() {
+			err = fmt.Errorf("%w (tuning writes /proc/sys and /proc/irq: log in as root, or give the user passwordless sudo)", err)
+		}
+		return nil, err
+	}
+	if t.applied == nil {
+		t.applied = map[string]*session{}
+	}
+	t.applied[role] = sess
+	return r.Tuning, nil
+}
 
 // Apply tunes every host; save receives {"server": snapshot, "client":
 // snapshot} before it returns. A host that fails leaves the others
@@ -367,15 +462,14 @@ func (t *RemoteTuner) roles() []string { return []string{"server", "client"} }
 func (t *RemoteTuner) Apply(ctx context.Context, save func(json.RawMessage) error) (json.RawMessage, error) {
 	snaps := map[string]json.RawMessage{}
 	for _, role := range t.roles() {
-		a := t.Agents[role]
-		if a == nil {
+		if t.Agents[role] == nil {
 			continue
 		}
-		r, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr())})
+		snap, err := t.apply(ctx, role)
 		if err != nil {
 			return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
 		}
-		snaps[role] = r.Tuning
+		snaps[role] = snap
 	}
 	b, err := json.Marshal(snaps)
 	if err != nil {
@@ -396,7 +490,14 @@ func (t *RemoteTuner) Verify(ctx context.Context) (json.RawMessage, int, error) 
 		if a == nil {
 			continue
 		}
-		r, err := a.call(ctx, agentRequest{Op: opTuneVerify})
+		r, _, err := a.call(ctx, agentRequest{Op: opTuneVerify}, t.applied[role])
+		if errors.Is(err, errSessionGone) {
+			if _, err := t.apply(ctx, role); err != nil {
+				return nil, 0, fmt.Errorf("tune %s again after its agent was replaced: %w", role, err)
+			}
+			drifts++ // the host ran untuned for a while
+			r, _, err = a.call(ctx, agentRequest{Op: opTuneVerify}, t.applied[role])
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -407,14 +508,16 @@ func (t *RemoteTuner) Verify(ctx context.Context) (json.RawMessage, int, error) 
 	return b, drifts, err
 }
 
-// Revert restores every host.
+// Revert restores every host; a host whose agent ended was reverted by it.
 func (t *RemoteTuner) Revert(ctx context.Context) error {
 	var errs []error
 	for _, role := range t.roles() {
-		if a := t.Agents[role]; a != nil {
-			if _, err := a.call(ctx, agentRequest{Op: opTuneRevert}); err != nil {
+		if a := t.Agents[role]; a != nil && t.applied[role] != nil {
+			_, _, err := a.call(ctx, agentRequest{Op: opTuneRevert}, t.applied[role])
+			if err != nil && !errors.Is(err, errSessionGone) {
 				errs = append(errs, err)
 			}
+			delete(t.applied, role)
 		}
 	}
 	return errors.Join(errs...)

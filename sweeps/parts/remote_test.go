@@ -401,3 +401,52 @@ func TestImageVersionThroughAgent(t *testing.T) {
 		t.Errorf("server pid %d runs after Stop", pid)
 	}
 }
+
+// The connection under a tuned host's agent drops: that agent reverts when
+// its input ends, so the next check tunes the host again through a fresh
+// agent and counts the gap as a drift, instead of failing every later cell.
+func TestTuningSurvivesADroppedAgent(t *testing.T) {
+	l := sshtest.New(t, "e2e-retune")
+	h, err := sshhost.New(sshConfig(t, l, l.Pair.Server, "server", filepath.Join(t.TempDir(), "known_hosts")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	a := &AgentClient{Host: h}
+	defer a.Close(context.Background())
+	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
+	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": a},
+		Profile: []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"1414\"}\n")}
+	ctx := context.Background()
+	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, drifts, err := tu.Verify(ctx); err != nil || drifts != 0 {
+		t.Fatalf("right after apply: %d drifts, %v", drifts, err)
+	}
+	h.Close()
+	// The old agent sees its input end and reverts.
+	deadline := time.Now().Add(10 * time.Second)
+	for sysctlIn(t, l.Pair.Server, "net.core.somaxconn") != before && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != before {
+		t.Fatalf("the dropped agent left somaxconn at %s", got)
+	}
+	rep, drifts, err := tu.Verify(ctx)
+	if err != nil || drifts != 1 {
+		t.Fatalf("check after the drop: %d drifts, %v, %s", drifts, err, rep)
+	}
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != "1414" {
+		t.Errorf("not tuned again: somaxconn %s", got)
+	}
+	if _, drifts, err := tu.Verify(ctx); err != nil || drifts != 0 {
+		t.Errorf("the check after that: %d drifts, %v", drifts, err)
+	}
+	if err := tu.Revert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != before {
+		t.Errorf("after revert: somaxconn %s, want %s", got, before)
+	}
+}

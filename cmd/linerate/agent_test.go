@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+// The coordinator vanishes while a request is in flight, so the agent's
+// answer meets a closed pipe. That must not kill the agent before its
+// cleanup: the server it started is stopped all the same.
+func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
+	redis, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server missing (.ci/setup installs it): %v", err)
+	}
+	cmd := exec.Command(labtest.Binary(t), "agent", "--state-dir", t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	read := func() map[string]any {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("agent output ended: %v", lines.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatalf("agent said %q: %v", lines.Text(), err)
+		}
+		return m
+	}
+	read() // hello
+	fmt.Fprintf(stdin, `{"id":1,"op":"start","plan":{"spec":{"label":"x","binary":%q,"server":{}},"segment":"x"},"bind":"127.0.0.1","log_dir":%q}`+"\n", redis, t.TempDir())
+	started, _ := read()["started"].(map[string]any)
+	pid, _ := started["pid"].(float64)
+	if pid <= 0 || syscall.Kill(int(pid), 0) != nil {
+		t.Fatalf("start answer %v", started)
+	}
+	stdout.Close() // the coordinator is gone: the next answer hits a closed pipe
+	fmt.Fprintln(stdin, `{"id":2,"op":"snapshot","server":1}`)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Errorf("the agent was killed by %v instead of cleaning up", ws.Signal())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent did not end after its output closed")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(int(pid), 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if syscall.Kill(int(pid), 0) == nil {
+		syscall.Kill(int(pid), syscall.SIGKILL)
+		t.Errorf("server pid %s outlived its agent", strconv.Itoa(int(pid)))
+	}
+}

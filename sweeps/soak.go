@@ -33,6 +33,7 @@ type SoakRecord struct {
 	Result   *lab.Result         `json:"result,omitempty"`
 	Host     *hostmetrics.Window `json:"host,omitempty"`
 	Limit    *hostmetrics.Limit  `json:"limit,omitempty"`
+	Tuning   *TuningVerify       `json:"tuning,omitempty"` // the check before the window
 	// Drift judges each op's per-second Gbps series.
 	Drift map[lab.Op]stats.Drift `json:"drift,omitempty"`
 	// Original is the campaign cell's Gbps per op, for "the short run held".
@@ -73,6 +74,9 @@ type Soak struct {
 	// FaultCost feeds the limit label (see hostmetrics.LimitInput).
 	FaultCost time.Duration
 	LinkGbps  float64
+	// Tuning, when the campaign has a profile, is checked before the
+	// window as for a campaign cell; nil: no check.
+	Tuning TuningCheck
 }
 
 // Run starts the cell's server version, reruns its workload for Duration,
@@ -121,11 +125,11 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 		_ = srv.Stop(sctx)
 		cancel()
 	}()
-	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler, FaultCost: s.FaultCost, LinkGbps: s.LinkGbps}
+	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler, FaultCost: s.FaultCost, LinkGbps: s.LinkGbps, Tuning: s.Tuning}
 	cr := &CellRecord{}
 	r.runCell(ctx, Cell{ID: s.CellID, Workload: w}, srv, cr)
 	rec.Ended = time.Now().UTC()
-	rec.Status, rec.Reason, rec.Result, rec.Host, rec.Limit = cr.Status, cr.Reason, cr.Result, cr.Host, cr.Limit
+	rec.Status, rec.Reason, rec.Result, rec.Host, rec.Limit, rec.Tuning = cr.Status, cr.Reason, cr.Result, cr.Host, cr.Limit, cr.Tuning
 	rec.Drift, rec.Held = SoakDrift(cr.Result, s.Drift)
 	name := strings.TrimSuffix(CellFileName(s.CellID), ".json") + "-" + rec.Started.Format("20060102T150405Z")
 	if err := s.Store.WriteSoak(name, rec); err != nil {

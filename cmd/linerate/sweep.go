@@ -144,19 +144,12 @@ func runSweep(ctx context.Context, args []string) int {
 	reapOrphans(ctx, dir)
 	// The profile is read first: a bad one fails before any host is up,
 	// and the netns pair is created with the queue count it asks for.
-	var prof tuning.Profile
-	var profText []byte
-	var where string
-	if c.Tuning != "" {
-		if prof, where, err = parts.LoadProfile(c.Tuning, *profiles); err == nil {
-			profText, err = os.ReadFile(where)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-			return 2
-		}
-		ra.queues = parts.QueuesOf(prof)
+	tune, err := loadTuning(c, *profiles)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+		return 2
 	}
+	ra.queues = tune.queues()
 	place, code := placeHosts(ctx, c, dir, ra, "sweep run")
 	if place == nil {
 		return code
@@ -181,26 +174,21 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	if *only != "" {
 		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
-	}
-	if c.Tuning != "" {
-		tuner := place.Tuner(profText, prof)
-		snap, err := tuner.Apply(ctx, func(b json.RawMessage) error {
-			return sweeps.WriteFileAtomic(filepath.Join(dir, "tuning-snapshot.json"), b)
-		})
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: %s: %v\n", where, err)
-			return 1
-		}
-		defer func() {
-			// Revert even after Ctrl-C: the host must not stay tuned.
-			rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := tuner.Revert(rctx); err != nil {
-				fmt.Fprintf(os.Stderr, "linerate sweep run: %v (snapshot: %s)\n", err, filepath.Join(dir, "tuning-snapshot.json"))
+		n := 0
+		for _, cell := range p.Cells {
+			if r.Only(cell) {
+				n++
 			}
-		}()
-		r.Env.Tuning, r.Tuning = snap, tuner
+		}
+		if n == 0 {
+			fmt.Fprintf(os.Stderr, "linerate sweep run: --only %q matches none of the %d cells (e.g. %s)\n", *only, len(p.Cells), p.Cells[0].ID)
+			return 2
+		}
 	}
+	if r.Env.Tuning, r.Tuning, code = tune.apply(ctx, place, dir, "sweep run"); code != 0 {
+		return code
+	}
+	defer tune.revert(dir, "sweep run")
 	sum, err := r.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
@@ -244,6 +232,7 @@ func runSoak(ctx context.Context, args []string) int {
 	fs.SortFlags = false
 	cell := fs.String("cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
 	dur := fs.Duration("duration", 15*time.Minute, "measured window of the rerun")
+	profiles := fs.String("profiles", "tuning/profiles", "where the campaign's tuning profile NAME is found as NAME.yaml")
 	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, soakUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -274,6 +263,12 @@ func runSoak(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		return 1
 	}
+	tune, err := loadTuning(c, *profiles)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
+		return 2
+	}
+	ra.queues = tune.queues()
 	place, code := placeHosts(ctx, c, fs.Arg(0), ra, "soak")
 	if place == nil {
 		return code
@@ -281,6 +276,10 @@ func runSoak(ctx context.Context, args []string) int {
 	defer downHosts(ctx, place, "soak")
 	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: place.Servers, Bench: place.Bencher,
 		Sampler: place.Sampler, FaultCost: place.FaultCost}
+	if _, s.Tuning, code = tune.apply(ctx, place, filepath.Join(fs.Arg(0), "soak"), "soak"); code != 0 {
+		return code
+	}
+	defer tune.revert(filepath.Join(fs.Arg(0), "soak"), "soak")
 	rec, err := s.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
@@ -346,9 +345,15 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 	if f.keysEnv {
 		opt.AWS.AccessKeyID, opt.AWS.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 	}
-	if c.Provider.Kind == sweeps.ProviderAWS && f.awsProfile == "" && !f.keysEnv {
-		fmt.Fprintf(os.Stderr, "linerate %s: %s: aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)\n", who, c.File)
-		return nil, 2
+	if c.Provider.Kind == sweeps.ProviderAWS {
+		switch {
+		case f.awsProfile == "" && !f.keysEnv:
+			fmt.Fprintf(os.Stderr, "linerate %s: %s: aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)\n", who, c.File)
+			return nil, 2
+		case f.keysEnv && (opt.AWS.AccessKeyID == "" || opt.AWS.SecretAccessKey == ""):
+			fmt.Fprintf(os.Stderr, "linerate %s: --access-keys-from-env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set\n", who)
+			return nil, 2
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
@@ -372,5 +377,75 @@ func downHosts(ctx context.Context, place *parts.Placement, who string) {
 	defer cancel()
 	if err := place.Down(dctx); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: take the hosts down: %v\n", who, err)
+	}
+}
+
+// campaignTuning is a campaign's tuning profile, read before any host is
+// up; nil when the campaign has none.
+type campaignTuning struct {
+	c     *sweeps.Campaign
+	prof  tuning.Profile
+	text  []byte
+	where string
+	tuner parts.HostTuner
+}
+
+func loadTuning(c *sweeps.Campaign, profilesDir string) (*campaignTuning, error) {
+	if c.Tuning == "" {
+		return nil, nil
+	}
+	prof, where, err := parts.LoadProfile(c.Tuning, profilesDir)
+	if err != nil {
+		return nil, err
+	}
+	text, err := os.ReadFile(where)
+	if err != nil {
+		return nil, err
+	}
+	return &campaignTuning{c: c, prof: prof, text: text, where: where}, nil
+}
+
+func (t *campaignTuning) queues() int {
+	if t == nil {
+		return 0
+	}
+	return parts.QueuesOf(t.prof)
+}
+
+// apply tunes the placement's hosts, saving the snapshot in dir first; it
+// returns the snapshot for the record, the check to run before each cell,
+// and a non-zero exit code on failure (printed).
+func (t *campaignTuning) apply(ctx context.Context, place *parts.Placement, dir, who string) (json.RawMessage, sweeps.TuningCheck, int) {
+	if t == nil {
+		return nil, nil, 0
+	}
+	t.tuner = place.Tuner(t.text, t.prof)
+	snap, err := t.tuner.Apply(ctx, func(b json.RawMessage) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		return sweeps.WriteFileAtomic(filepath.Join(dir, "tuning-snapshot.json"), b)
+	})
+	if err != nil {
+		t.tuner = nil
+		fmt.Fprintf(os.Stderr, "linerate %s: %s: %v\n", who, t.where, err)
+		return nil, nil, 1
+	}
+	return snap, t.tuner, 0
+}
+
+// revert undoes apply, also after Ctrl-C: the hosts must not stay tuned.
+func (t *campaignTuning) revert(dir, who string) {
+	if t == nil || t.tuner == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := t.tuner.Revert(rctx); err != nil {
+		snap := filepath.Join(dir, "tuning-snapshot.json")
+		if t.c.Provider.Kind != sweeps.ProviderLocal {
+			snap = "each host's agent keeps its own " + parts.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
+		}
+		fmt.Fprintf(os.Stderr, "linerate %s: %v (snapshot: %s)\n", who, err, snap)
 	}
 }

@@ -450,3 +450,45 @@ func TestTuningSurvivesADroppedAgent(t *testing.T) {
 		t.Errorf("after revert: somaxconn %s, want %s", got, before)
 	}
 }
+
+// An agent killed outright cannot revert: its snapshot stays on the host,
+// and the next apply there reverts it first, so the final revert restores
+// the true originals and not the values the dead agent had set.
+func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
+	l := sshtest.New(t, "e2e-leftover")
+	h, err := sshhost.New(sshConfig(t, l, l.Pair.Server, "server", filepath.Join(t.TempDir(), "known_hosts")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx := context.Background()
+	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
+	profile := func(v string) []byte {
+		return []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"" + v + "\"}\n")
+	}
+	first := &AgentClient{Host: h}
+	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": first}, Profile: profile("1515")}
+	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agentsRunning(t) {
+		pid, _ := strconv.Atoi(strings.SplitN(a, ":", 2)[0])
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	first.Close(ctx)
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != "1515" {
+		t.Fatalf("after the kill: somaxconn %s, want 1515 left behind", got)
+	}
+	second := &AgentClient{Host: h}
+	defer second.Close(ctx)
+	tu2 := &RemoteTuner{Agents: map[string]*AgentClient{"server": second}, Profile: profile("1616")}
+	if _, err := tu2.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := tu2.Revert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != before {
+		t.Errorf("after the second run's revert: somaxconn %s, want the original %s", got, before)
+	}
+}

@@ -131,6 +131,10 @@ func runSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 
+	if err := parts.CheckSettings(c); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+		return 2
+	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)

@@ -202,6 +202,34 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 	return nil, fmt.Errorf("%s: provider %q: want local, netns, ssh or aws", c.File, c.Provider.Kind)
 }
 
+// CheckSettings reads the campaign's provider settings (and, for ssh, its
+// key files) without bringing anything up, so bad input fails before a run
+// directory is made or a host is touched.
+func CheckSettings(c *sweeps.Campaign) error {
+	var err error
+	switch c.Provider.Kind {
+	case sweeps.ProviderNetns:
+		_, err = netns.FromSettings(c.Provider.Settings)
+	case sweeps.ProviderSSH:
+		var p *sshhost.Provider
+		if p, err = sshhost.FromSettings(c.Provider.Settings); err == nil {
+			for _, cfg := range []sshhost.Config{p.Server, p.Client} {
+				cfg.KnownHosts = "known_hosts" // filled from the run directory by Up
+				if _, err = sshhost.New(cfg); err != nil {
+					err = fmt.Errorf("provider.%s: %w", cfg.Label, err)
+					break
+				}
+			}
+		}
+	case sweeps.ProviderAWS:
+		_, err = aws.FromSettings(c.Provider.Settings)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	return nil
+}
+
 // remoteProvider builds the ssh or aws provider from the campaign.
 func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (infra.Provider, error) {
 	if c.Provider.Kind == sweeps.ProviderSSH {

@@ -19,16 +19,19 @@ func init() {
 
 const agentUsage = `Usage: linerate agent [--state-dir DIR] [--store DIR] [--docker CMD]
 
-Runs on each host of an ssh or aws pair, started by 'linerate sweep run' on
-the coordinator over SSH; there is no need to start it by hand. It reads one
-JSON request per line on standard input and answers on standard output:
-start and stop server versions on this host (store versions missing here
-are installed first, as 'linerate servers install' would), FLUSHALL them, sample /proc for
-the cell windows, apply, verify and revert the tuning profile.
+Runs on each host of an ssh or aws pair (and in each namespace of a netns
+pair), started by 'linerate sweep run' or 'soak' on the coordinator; there
+is no need to start it by hand. It reads one JSON request per line on
+standard input and answers on standard output: start and stop server
+versions on this host (store versions missing here are installed first, as
+'linerate servers install' would), FLUSHALL them, sample /proc for the cell
+windows, apply, verify and revert the tuning profile.
 
 When its input ends (the run finished, crashed or lost its connection) it
-stops the servers it started and reverts the tuning. The tuning snapshot is
-also kept in --state-dir, so if even the agent is killed:
+cancels what it is doing, stops the servers it started and reverts the
+tuning. The tuning snapshot is also kept in --state-dir: the next agent to
+apply a profile here reverts a snapshot left by one that was killed, and by
+hand:
   sudo linerate tune revert --snapshot DIR/tuning-snapshot.json
 
 Flags:

@@ -106,7 +106,7 @@ func runInfra(ctx context.Context, args []string) int {
 	fs.StringVar(&f.pubKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")
 	fs.StringVar(&f.privKey, "private-key", "", "aws: private half of --public-key")
 	fs.DurationVar(&f.deadMan, "dead-man", 4*time.Hour, "aws: instances shut down (and terminate) this long after boot, whatever happens")
-	fs.Float64Var(&f.hourly, "hourly-usd", 0, "aws: on-demand price of one instance per hour, for the cost prompt")
+	fs.Float64Var(&f.hourly, "hourly-usd", 0, "aws: on-demand price of one instance per hour, for the cost prompt (default: asked of the Price List API)")
 	fs.BoolVar(&f.yes, "yes", false, "aws: launch without asking")
 	fs.DurationVar(&f.sshTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
 	fs.StringVar(&f.endpoint, "endpoint", "", "aws: endpoint URL instead of AWS's (a local fake, for testing)")
@@ -195,6 +195,9 @@ func infraUp(ctx context.Context, f infraFlags) int {
 		if err := cfg.Validate(); err != nil {
 			return usageErr("up: %v", err)
 		}
+		if err := aws.LookUpPrice(ctx, &cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
+		}
 		if !confirmCost(cfg, f.yes, os.Stdin, os.Stderr) {
 			fmt.Fprintln(os.Stderr, "linerate infra: not launched")
 			return 1
@@ -258,7 +261,7 @@ func describeHost(h infra.Host) string {
 
 // confirmCost prints the pair's hourly price and asks; --yes skips asking.
 func confirmCost(cfg aws.Config, yes bool, in io.Reader, out io.Writer) bool {
-	price := "unknown (give the on-demand price of one instance: --hourly-usd, or hourly-usd in a campaign's provider block)"
+	price := "unknown (the Price List API did not say; give the on-demand price of one instance: --hourly-usd, or hourly-usd in a campaign's provider block)"
 	if cfg.HourlyUSD > 0 {
 		price = fmt.Sprintf("$%.2f per hour for the pair (2 × $%.4f)", 2*cfg.HourlyUSD, cfg.HourlyUSD)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/infra/aws/awsfake"
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/infra/sshhost/sshtest"
 	"github.com/linerate/linerate/lab/labtest"
@@ -142,6 +143,22 @@ workload:
 	code, _, stderr := linerate(t, "", "n\n", args...)
 	if code != 1 || !strings.Contains(stderr, "$7.00 per hour for the pair") || !strings.Contains(stderr, "not launched") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	// Without a price in the campaign, the prompt shows the Price List
+	// API's (the fake's) for the pair, and "n" creates nothing.
+	f := awsfake.New()
+	defer f.Close()
+	noPrice := strings.Replace(src, ", hourly-usd: 3.5", "", 1)
+	noPriceFile := filepath.Join(dir, "aws-noprice.yaml")
+	if err := os.WriteFile(noPriceFile, []byte(noPrice), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = linerate(t, "", "n\n", "sweep", "run", noPriceFile, "--out", filepath.Join(dir, "run3"), "--access-keys-from-env", "--aws-endpoint", f.URL)
+	if code != 1 || !strings.Contains(stderr, "$2.47 per hour for the pair (2 × $1.2345)") || !strings.Contains(stderr, "not launched") {
+		t.Errorf("price from the API: exit %d, stderr:\n%s", code, stderr)
+	}
+	if len(f.All()) != 0 {
+		t.Errorf("answering no created %+v", f.All())
 	}
 	// Without credentials it says so before asking anything.
 	code, _, stderr = linerate(t, "", "", "sweep", "run", campaign, "--out", filepath.Join(dir, "run2"))

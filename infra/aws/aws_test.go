@@ -407,3 +407,45 @@ func TestFromSettings(t *testing.T) {
 		}
 	}
 }
+
+// The cost prompt's price comes from the Price List API (the fake's list):
+// one on-demand Linux price for the type in the region, or an error that
+// leaves the price unknown rather than a guess.
+func TestHourlyPrice(t *testing.T) {
+	f := awsfake.New()
+	defer f.Close()
+	p, err := PricingClient(context.Background(), testConfig(f).Access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		itype, region string
+		want          float64
+		wantErr       bool
+	}{
+		{"c7i.large", "us-east-1", 0.0625, false},
+		{"c8gn.16xlarge", "us-east-1", 1.2345, false},
+		{"c8gn.16xlarge", "eu-west-1", 0, true}, // the fake lists us-east-1 only
+		{"m9.nosuch", "us-east-1", 0, true},
+	} {
+		got, err := HourlyPrice(context.Background(), p, tc.itype, tc.region)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%s in %s: %v, %v; want %v (error %v)", tc.itype, tc.region, got, err, tc.want, tc.wantErr)
+		}
+	}
+	cfg := testConfig(f)
+	cfg.InstanceType = "c7i.large"
+	if err := LookUpPrice(context.Background(), &cfg); err != nil || cfg.HourlyUSD != 0.0625 {
+		t.Errorf("LookUpPrice: %v, %v", cfg.HourlyUSD, err)
+	}
+	cfg.HourlyUSD = 9.5 // given by the operator: kept, not asked
+	if err := LookUpPrice(context.Background(), &cfg); err != nil || cfg.HourlyUSD != 9.5 {
+		t.Errorf("a given price was replaced: %v, %v", cfg.HourlyUSD, err)
+	}
+	if count(f.Calls(), "pricing:GetProducts") != 5 {
+		t.Errorf("calls %v", f.Calls())
+	}
+	if len(f.All()) != 0 {
+		t.Errorf("a price lookup created resources: %+v", f.All())
+	}
+}

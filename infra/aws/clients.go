@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
@@ -46,6 +47,14 @@ type EC2 interface {
 type SSM interface {
 	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
+
+// Pricing is the part of the Price List API the cost prompt uses.
+type Pricing interface {
+	GetProducts(context.Context, *pricing.GetProductsInput, ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
+}
+
+// PricingRegion hosts the Price List API.
+const PricingRegion = "us-east-1"
 
 // Access says which AWS endpoint and credentials to use. Nothing is taken
 // from the environment implicitly: the region and a credential source are
@@ -81,11 +90,30 @@ func (a Access) Validate() error {
 
 // Clients builds the EC2 and SSM clients for a.
 func Clients(ctx context.Context, a Access) (EC2, SSM, error) {
-	if err := a.Validate(); err != nil {
+	cfg, err := loadConfig(ctx, a, a.Region)
+	if err != nil {
 		return nil, nil, err
 	}
+	return ec2.NewFromConfig(cfg), ssm.NewFromConfig(cfg), nil
+}
+
+// PricingClient builds a Price List API client for a: the API lives in
+// PricingRegion and answers for every region.
+func PricingClient(ctx context.Context, a Access) (Pricing, error) {
+	cfg, err := loadConfig(ctx, a, PricingRegion)
+	if err != nil {
+		return nil, err
+	}
+	return pricing.NewFromConfig(cfg), nil
+}
+
+// loadConfig is the SDK configuration for a, in region.
+func loadConfig(ctx context.Context, a Access, region string) (sdkaws.Config, error) {
+	if err := a.Validate(); err != nil {
+		return sdkaws.Config{}, err
+	}
 	opts := []func(*config.LoadOptions) error{
-		config.WithRegion(a.Region),
+		config.WithRegion(region),
 		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
 	}
 	if a.Profile != "" {
@@ -105,14 +133,12 @@ func Clients(ctx context.Context, a Access) (EC2, SSM, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("aws config: %w", err)
+		return sdkaws.Config{}, fmt.Errorf("aws config: %w", err)
 	}
 	if a.Endpoint != "" {
 		cfg.BaseEndpoint = sdkaws.String(a.Endpoint)
 	} else if os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_EC2") != "" {
-		return nil, nil, errors.New("aws endpoint: AWS_ENDPOINT_URL is set; pass the endpoint explicitly instead")
+		return sdkaws.Config{}, errors.New("aws endpoint: AWS_ENDPOINT_URL is set; pass the endpoint explicitly instead")
 	}
-	e := ec2.NewFromConfig(cfg)
-	s := ssm.NewFromConfig(cfg)
-	return e, s, nil
+	return cfg, nil
 }

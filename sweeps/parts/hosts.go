@@ -260,6 +260,9 @@ func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (
 	if err != nil {
 		return nil, err
 	}
+	if err := aws.LookUpPrice(ctx, &cfg); err != nil && opt.Log != nil {
+		opt.Log("aws: %v", err)
+	}
 	if opt.Confirm == nil || !opt.Confirm(cfg) {
 		return nil, errors.New("aws pair not launched")
 	}

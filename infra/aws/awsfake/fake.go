@@ -75,6 +75,9 @@ func (r *Resource) Live() bool {
 type InstanceType struct {
 	Arch  string // arm64 or x86_64
 	VCPUs int
+	// HourlyUSD is the fake's on-demand price in us-east-1 for the Price
+	// List API; 0 lists no price. Made-up figures: tests only.
+	HourlyUSD float64
 }
 
 // Fake is the server.
@@ -103,8 +106,8 @@ func New() *Fake {
 	f := &Fake{
 		Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"},
 		Types: map[string]InstanceType{
-			"c8gn.16xlarge": {Arch: "arm64", VCPUs: 64},
-			"c7i.large":     {Arch: "x86_64", VCPUs: 2},
+			"c8gn.16xlarge": {Arch: "arm64", VCPUs: 64, HourlyUSD: 1.2345},
+			"c7i.large":     {Arch: "x86_64", VCPUs: 2, HourlyUSD: 0.0625},
 		},
 		AMIs: map[string]string{
 			"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64":  "ami-0a1b2c3d4e5f60001",
@@ -183,7 +186,10 @@ func errf(code, format string, args ...any) *apiError {
 }
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
-	if t := r.Header.Get("X-Amz-Target"); t != "" {
+	if t := r.Header.Get("X-Amz-Target"); strings.HasPrefix(t, "AWSPriceListService.") {
+		f.servePricing(w, r, strings.TrimPrefix(t, "AWSPriceListService."))
+		return
+	} else if t != "" {
 		f.serveSSM(w, r, t)
 		return
 	}
@@ -265,6 +271,44 @@ func (f *Fake) serveSSM(w http.ResponseWriter, r *http.Request, target string) {
 			"Name": in.Name, "Type": "String", "Value": ami, "Version": 1, "DataType": "aws:ec2:image",
 		}})
 	}
+}
+
+// servePricing answers the Price List API's GetProducts for EC2 with one
+// product per known type in us-east-1, shaped as AWS returns it: each
+// price list entry is a JSON document in a string.
+func (f *Fake) servePricing(w http.ResponseWriter, r *http.Request, action string) {
+	var in struct {
+		ServiceCode string
+		Filters     []struct{ Type, Field, Value string }
+	}
+	b, _ := io.ReadAll(r.Body)
+	json.Unmarshal(b, &in)
+	f.mu.Lock()
+	f.calls = append(f.calls, "pricing:"+action)
+	want := map[string]string{}
+	for _, flt := range in.Filters {
+		want[flt.Field] = flt.Value
+	}
+	it, known := f.Types[want["instanceType"]]
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	if action != "GetProducts" || in.ServiceCode != "AmazonEC2" {
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"__type":"InvalidParameterException","message":"the fake has only GetProducts for AmazonEC2"}`)
+		return
+	}
+	list := []string{}
+	if known && it.HourlyUSD > 0 && want["regionCode"] == "us-east-1" && want["operatingSystem"] == "Linux" && want["tenancy"] == "Shared" {
+		doc, _ := json.Marshal(map[string]any{
+			"product": map[string]any{"productFamily": "Compute Instance", "sku": "FAKESKU",
+				"attributes": map[string]string{"instanceType": want["instanceType"], "regionCode": "us-east-1", "operatingSystem": "Linux"}},
+			"terms": map[string]any{"OnDemand": map[string]any{"FAKESKU.JRTCKXETXF": map[string]any{
+				"priceDimensions": map[string]any{"FAKESKU.JRTCKXETXF.6YS6EN2CT7": map[string]any{
+					"unit": "Hrs", "pricePerUnit": map[string]string{"USD": strconv.FormatFloat(it.HourlyUSD, 'f', 10, 64)}}}}}},
+		})
+		list = append(list, string(doc))
+	}
+	json.NewEncoder(w).Encode(map[string]any{"FormatVersion": "aws_v1", "PriceList": list})
 }
 
 // list reads Prefix.1, Prefix.2, … .

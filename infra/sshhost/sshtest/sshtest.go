@@ -45,7 +45,7 @@ type Lab struct {
 	Pair      infra.Pair
 	Dir       string
 	ClientKey ssh.Signer
-	KeyFile   string // ClientKey's private half, for a campaign's provider.key
+	KeyFile   string                   // ClientKey's private half, for a campaign's provider.key
 	HostKeys  map[string]ssh.PublicKey // by data address
 	Dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 }

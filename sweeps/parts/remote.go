@@ -35,9 +35,8 @@ type AgentClient struct {
 	// Args are more `linerate agent` flags (--store, --docker).
 	Args []string
 
-	mu   sync.Mutex // one request at a time; guards sess and gens
+	mu   sync.Mutex // one request at a time; guards sess
 	sess *session
-	gens int // sessions started so far
 	// sudo runs the agent through `sudo -n` (a login user that is not
 	// root but may become it: tuning writes /proc/sys and /proc/irq).
 	sudo   []string
@@ -54,7 +53,6 @@ func (c *AgentClient) notRoot() bool {
 
 // session is one run of the agent; a new one starts after it ended.
 type session struct {
-	gen    int
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
 	stderr *infra.TailBuffer
@@ -111,8 +109,7 @@ func (c *AgentClient) session(ctx context.Context) (*session, error) {
 	outR, outW := io.Pipe()
 	// The session outlives any one request; Close ends it.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.gens++
-	s := &session{gen: c.gens, stdin: inW, cancel: cancel, stderr: &infra.TailBuffer{Max: 4096},
+	s := &session{stdin: inW, cancel: cancel, stderr: &infra.TailBuffer{Max: 4096},
 		done: make(chan struct{}), pending: map[int]chan agentReply{}, exits: map[int]*serverEnd{}}
 	c.sess = s
 	argv := append(append(append([]string(nil), c.sudo...), bin, "agent", "--state-dir", dir), c.Args...)
@@ -350,7 +347,11 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 	}
 	addr := s.Agent.Host.DataAddr()
 	a := s.Agent
-	r, sess, err := a.call(ctx, agentRequest{Op: opStart, Plan: &pv, Bind: addrString(addr), LogDir: dir}, nil)
+	if !addr.IsValid() {
+		// Bound to loopback, the client host could not reach it.
+		return nil, fmt.Errorf("start %s on %s: the host has no data address (an ssh host named by host name needs data-address in the provider block)", pv.Segment, a.Host.Name())
+	}
+	r, sess, err := a.call(ctx, agentRequest{Op: opStart, Plan: &pv, Bind: addr.String(), LogDir: dir}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -359,11 +360,9 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 		return nil, fmt.Errorf("start %s on %s: empty answer", pv.Segment, a.Host.Name())
 	}
 	srv := &remoteServer{agent: a, sess: sess, st: *st, shift: s.Shift}
-	if addr.IsValid() {
-		// Containers report 127.0.0.1 (host network); the client host
-		// reaches the server at the data address.
-		srv.st.Host = addr.String()
-	}
+	// Containers report 127.0.0.1 (host network); the client host reaches
+	// the server at the data address.
+	srv.st.Host = addr.String()
 	sess.mu.Lock()
 	e := sess.exits[st.ID]
 	sess.mu.Unlock()

@@ -135,6 +135,14 @@ func runSweep(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
 		return 2
 	}
+	// The profile is read first: a bad one fails before anything is made,
+	// and the netns pair is created with the queue count it asks for.
+	tune, err := loadTuning(c, *profiles)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
+		return 2
+	}
+	ra.queues = tune.queues()
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)
@@ -146,14 +154,6 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
-	// The profile is read first: a bad one fails before any host is up,
-	// and the netns pair is created with the queue count it asks for.
-	tune, err := loadTuning(c, *profiles)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-		return 2
-	}
-	ra.queues = tune.queues()
 	place, code := placeHosts(ctx, c, dir, ra, "sweep run")
 	if place == nil {
 		return code

@@ -52,8 +52,9 @@ func runAgent(ctx context.Context, args []string) int {
 	}
 	// A coordinator that is gone closes our output: writing to it must be
 	// an error the agent handles (stop servers, revert tuning), not a
-	// SIGPIPE that ends the process first.
-	signal.Ignore(syscall.SIGPIPE)
+	// SIGPIPE that ends the process first. Notify, not Ignore: an ignored
+	// signal would be inherited by the servers and tools the agent runs.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)

@@ -195,16 +195,18 @@ func infraUp(ctx context.Context, f infraFlags) int {
 		if err := cfg.Validate(); err != nil {
 			return usageErr("up: %v", err)
 		}
+		// The clients first: a profile that does not load fails before
+		// the price is asked for or the operator asked to pay it.
+		ap, err := aws.New(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
+			return 1
+		}
 		if err := aws.LookUpPrice(ctx, &cfg); err != nil {
 			fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
 		}
 		if !confirmCost(cfg, f.yes, os.Stdin, os.Stderr) {
 			fmt.Fprintln(os.Stderr, "linerate infra: not launched")
-			return 1
-		}
-		ap, err := aws.New(ctx, cfg)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate infra: %v\n", err)
 			return 1
 		}
 		ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

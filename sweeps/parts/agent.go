@@ -21,7 +21,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/linerate/linerate/sweeps"
@@ -112,6 +115,7 @@ type Agent struct {
 	servers map[int]sweeps.RunningServer
 	nextID  int
 	tuner   *Tuner
+	lock    *os.File // held on StateDir while this agent may tune
 }
 
 func (a *Agent) root() string {
@@ -284,6 +288,9 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err := a.revert(ctx); err != nil {
 			return fail(err)
 		}
+		if err := a.lockState(ctx); err != nil {
+			return fail(err)
+		}
 		if err := a.revertLeftover(ctx); err != nil {
 			return fail(err)
 		}
@@ -339,6 +346,75 @@ func (a *Agent) revert(ctx context.Context) error {
 	return nil
 }
 
+// lockState makes this agent the only one that tunes this host from
+// StateDir. An earlier agent may still hold it: one whose connection is
+// half open and has not noticed yet, or one that hangs. It is asked to end
+// (SIGTERM: it stops its servers and reverts its tuning, then exits), and
+// the lock is taken once it has.
+func (a *Agent) lockState(ctx context.Context) error {
+	if a.StateDir == "" || a.lock != nil {
+		return nil
+	}
+	if err := os.MkdirAll(a.StateDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(a.StateDir, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	asked := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return fmt.Errorf("lock %s: %w", path, err)
+		}
+		b, _ := os.ReadFile(path)
+		holder, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if !asked && holder > 1 && holder != os.Getpid() {
+			fmt.Fprintf(os.Stderr, "linerate agent: agent %d still holds %s; asking it to end\n", holder, path)
+			_ = syscall.Kill(holder, syscall.SIGTERM)
+			asked = true
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return fmt.Errorf("another linerate agent (pid %d) still holds the tuning of this host (%s)", holder, path)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	a.lock = f
+	return nil
+}
+
+// bootTime is when this host last booted (/proc/stat btime).
+func (a *Agent) bootTime() (time.Time, bool) {
+	b, err := os.ReadFile(filepath.Join(a.root(), "proc", "stat"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(n, 0), true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
 // revertLeftover restores a snapshot an earlier agent left (it was killed
 // before it could revert, or its connection is half open and it has not
 // noticed yet): a new snapshot taken over tuned values would make the
@@ -359,8 +435,14 @@ func (a *Agent) revertLeftover(ctx context.Context) error {
 	if err := json.Unmarshal(b, &snap); err != nil {
 		return fmt.Errorf("leftover tuning snapshot %s: %w (revert by hand: linerate tune revert --snapshot %s, then delete it)", path, err, path)
 	}
+	if boot, ok := a.bootTime(); ok && snap.Taken.Before(boot) {
+		// A reboot since reset what it changed (and may have renumbered
+		// the IRQs): restoring it now would undo the operator's settings.
+		fmt.Fprintf(os.Stderr, "linerate agent: %s predates the last boot; dropped, not reverted\n", path)
+		return os.Remove(path)
+	}
 	if err := tuning.Revert(ctx, tuning.NewLiveHost(a.root()), snap); err != nil {
-		return fmt.Errorf("revert the leftover tuning snapshot %s: %w", path, err)
+		return fmt.Errorf("revert the leftover tuning snapshot %s: %w (if the host was reconfigured since, delete it)", path, err)
 	}
 	fmt.Fprintf(os.Stderr, "linerate agent: reverted the tuning an earlier run left (%s)\n", path)
 	return os.Remove(path)
@@ -383,5 +465,8 @@ func (a *Agent) cleanup(ctx context.Context) {
 	}
 	if err := a.revert(cctx); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, SnapshotFile))
+	}
+	if a.lock != nil {
+		a.lock.Close() // releases the flock: the next agent may tune
 	}
 }

@@ -177,8 +177,13 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		// only a process in there sees: an agent per namespace, started
 		// when a profile is applied.
 		agents := pairAgents(pair)
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			_ = prov.Down(context.WithoutCancel(ctx))
+			return nil, err
+		}
 		for role, a := range agents {
-			a.StateDir = filepath.Join(dir, "agent-"+role)
+			a.StateDir = filepath.Join(abs, "agent-"+role)
 		}
 		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
 		pl.Tuner = remoteTuner(agents)

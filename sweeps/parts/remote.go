@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,7 @@ type AgentClient struct {
 	sudo   []string
 	probed bool
 	root   bool
+	home   string // the login user's home directory there
 }
 
 // notRoot says the agent runs without root (known once a session started).
@@ -53,9 +56,10 @@ func (c *AgentClient) notRoot() bool {
 
 // session is one run of the agent; a new one starts after it ended.
 type session struct {
-	stdin  *io.PipeWriter
-	cancel context.CancelFunc
-	stderr *infra.TailBuffer
+	closing bool // endSession was called; guarded by the client's mu
+	stdin   *io.PipeWriter
+	cancel  context.CancelFunc
+	stderr  *infra.TailBuffer
 
 	mu      sync.Mutex // guards the fields below
 	done    chan struct{}
@@ -65,11 +69,39 @@ type session struct {
 	exits   map[int]*serverEnd // by server ID, until stopped
 }
 
-func (c *AgentClient) timeout() time.Duration {
-	if c.CallTimeout > 0 {
-		return c.CallTimeout
+// timeout bounds a request: CallTimeout, or for the slow operations (a
+// store install or an image pull on start and resolve, a tuning apply that
+// may wait for an earlier agent) 15 minutes unless CallTimeout is longer.
+func (c *AgentClient) timeout(op string) time.Duration {
+	d := c.CallTimeout
+	if d <= 0 {
+		d = 2 * time.Minute
 	}
-	return 2 * time.Minute
+	switch op {
+	case opStart, opResolve, opTuneApply:
+		d = max(d, 15*time.Minute)
+	}
+	return d
+}
+
+// endSession ends s gently: its input is closed so the agent stops its
+// servers and reverts its tuning, and only if it has not ended after
+// grace is the session killed (a hung agent). Later requests get a fresh
+// agent at once; it waits for the old one to let go of the tuning.
+// c.mu is held.
+func (c *AgentClient) endSession(s *session, grace time.Duration) {
+	if c.sess == s {
+		c.sess = nil
+	}
+	s.closing = true
+	s.stdin.Close()
+	go func() {
+		select {
+		case <-s.done:
+		case <-time.After(grace):
+		}
+		s.cancel()
+	}()
 }
 
 // session returns the running session, starting one when there is none or
@@ -78,8 +110,7 @@ func (c *AgentClient) session(ctx context.Context) (*session, error) {
 	if s := c.sess; s != nil {
 		select {
 		case <-s.done:
-			s.stdin.Close()
-			s.cancel()
+			c.endSession(s, 0)
 		default:
 			return s, nil
 		}
@@ -91,12 +122,16 @@ func (c *AgentClient) session(ctx context.Context) (*session, error) {
 	if !c.probed {
 		// Tuning needs root: a login user that is not root runs the agent
 		// through passwordless sudo when it has it.
-		out, err := c.Host.Run(ctx, "sh", "-c", `id -u; if [ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null; then echo sudo; fi`)
+		out, err := c.Host.Run(ctx, "sh", "-c", `id -u; echo "$HOME"; if [ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null; then echo sudo; fi`)
 		if err != nil {
 			return nil, fmt.Errorf("agent on %s: who am I: %w", c.Host.Name(), err)
 		}
-		c.root = strings.HasPrefix(strings.TrimSpace(string(out)), "0")
-		if strings.Contains(string(out), "sudo") {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		c.root = lines[0] == "0"
+		if len(lines) > 1 && strings.HasPrefix(lines[1], "/") {
+			c.home = lines[1]
+		}
+		if len(lines) > 2 && lines[2] == "sudo" {
 			c.sudo = []string{"sudo", "-n"}
 		}
 		c.probed = true
@@ -105,6 +140,17 @@ func (c *AgentClient) session(ctx context.Context) (*session, error) {
 	if dir == "" {
 		dir = ".cache/linerate/agent"
 	}
+	var extra []string
+	if c.home != "" {
+		// Absolute, so sudo (which sets HOME to root's) keeps the login
+		// user's directories, and its store of server versions.
+		if !path.IsAbs(dir) {
+			dir = path.Join(c.home, dir)
+		}
+		if c.sudo != nil && !slices.Contains(c.Args, "--store") {
+			extra = []string{"--store", path.Join(c.home, ".cache", "linerate")}
+		}
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	// The session outlives any one request; Close ends it.
@@ -112,7 +158,7 @@ func (c *AgentClient) session(ctx context.Context) (*session, error) {
 	s := &session{stdin: inW, cancel: cancel, stderr: &infra.TailBuffer{Max: 4096},
 		done: make(chan struct{}), pending: map[int]chan agentReply{}, exits: map[int]*serverEnd{}}
 	c.sess = s
-	argv := append(append(append([]string(nil), c.sudo...), bin, "agent", "--state-dir", dir), c.Args...)
+	argv := append(append(append(append([]string(nil), c.sudo...), bin, "agent", "--state-dir", dir), extra...), c.Args...)
 	go func() {
 		err := c.Host.Exec(sctx, infra.Command{Argv: argv, Stdin: inR, Stdout: outW, Stderr: s.stderr, Once: true})
 		if err == nil {
@@ -216,6 +262,9 @@ func (c *AgentClient) call(ctx context.Context, req agentRequest, want *session)
 			return agentReply{}, nil, err
 		}
 	}
+	if want != nil && want.closing {
+		return agentReply{}, s, fmt.Errorf("%s on %s: %w (it was ended)", req.Op, c.Host.Name(), errSessionGone)
+	}
 	select {
 	case <-s.done:
 		if want != nil {
@@ -243,7 +292,7 @@ func (c *AgentClient) call(ctx context.Context, req agentRequest, want *session)
 		forget()
 		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, err)
 	}
-	t := time.NewTimer(c.timeout())
+	t := time.NewTimer(c.timeout(req.Op))
 	defer t.Stop()
 	select {
 	case r := <-ch:
@@ -259,11 +308,10 @@ func (c *AgentClient) call(ctx context.Context, req agentRequest, want *session)
 		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, ctx.Err())
 	case <-t.C:
 		forget()
-		// A hung agent or a half-open connection: end the session (the
-		// remote process group is killed), so the next request gets a
-		// fresh agent instead of waiting again.
-		s.cancel()
-		return agentReply{}, s, fmt.Errorf("agent on %s: %s: no answer after %v; session ended", c.Host.Name(), req.Op, c.timeout())
+		// A hung agent or a half-open connection: end the session, so
+		// the next request gets a fresh agent instead of waiting again.
+		c.endSession(s, 2*time.Minute)
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: no answer after %v; session ended", c.Host.Name(), req.Op, c.timeout(req.Op))
 	}
 }
 

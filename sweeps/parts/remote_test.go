@@ -3,6 +3,7 @@ package parts
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -490,5 +491,52 @@ func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
 	}
 	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != before {
 		t.Errorf("after the second run's revert: somaxconn %s, want the original %s", got, before)
+	}
+}
+
+// Two agents on one host: an earlier one still alive (its connection half
+// open, say) while a fresh one is asked to tune. The fresh one asks the old
+// one to end, which reverts first, so the fresh snapshot holds the true
+// originals and the old agent cannot undo the new tuning later.
+func TestNewAgentTakesOverTheTuningOfAnOldOne(t *testing.T) {
+	l := sshtest.New(t, "e2e-takeover")
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	var hosts [2]*sshhost.Host
+	for i := range hosts {
+		h, err := sshhost.New(sshConfig(t, l, l.Pair.Server, "server", known))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		hosts[i] = h
+	}
+	ctx := context.Background()
+	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
+	profile := func(v string) []byte {
+		return []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"" + v + "\"}\n")
+	}
+	old := &AgentClient{Host: hosts[0]}
+	defer old.Close(ctx)
+	if _, err := (&RemoteTuner{Agents: map[string]*AgentClient{"server": old}, Profile: profile("1717")}).Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &AgentClient{Host: hosts[1]}
+	defer fresh.Close(ctx)
+	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": fresh}, Profile: profile("1818")}
+	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the old agent is gone: nothing of it may come later
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != "1818" {
+		t.Errorf("somaxconn %s while the fresh agent's tuning holds, want 1818", got)
+	}
+	if _, _, err := old.call(ctx, agentRequest{Op: opFacts}, old.sess); !errors.Is(err, errSessionGone) {
+		t.Errorf("the old agent still answers: %v", err)
+	}
+	if err := tu.Revert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != before {
+		t.Errorf("after the fresh agent's revert: somaxconn %s, want the original %s", got, before)
 	}
 }

@@ -46,7 +46,8 @@ On ssh and aws pairs linerate is uploaded from dist/ (make dist) and a
 "linerate agent" on each host starts the servers there, samples the server
 host and applies the tuning profile; everything is stopped and reverted, and
 an aws pair terminated, when the run ends, fails or is interrupted. aws asks
-before launching (the hourly price comes from provider.hourly-usd).
+before launching, with the pair's hourly price (provider.hourly-usd, or
+else the AWS Price List API's).
 
 Cell IDs read version/op/size/<dimensions that vary>/repetition, e.g.
 valkey-9.1.2/GET/8MiB/c32/r2. Running the same command again keeps done

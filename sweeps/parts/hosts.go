@@ -161,6 +161,10 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.File, err)
 		}
+		abs, err := filepath.Abs(dir) // the agents' state, beside the run
+		if err != nil {
+			return nil, err
+		}
 		pair, err := prov.Up(ctx, infra.Spec{Campaign: c.Name, Dir: dir, Queues: opt.Queues})
 		if err != nil {
 			return nil, fmt.Errorf("bring up the netns pair: %w", err)
@@ -177,11 +181,6 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		// only a process in there sees: an agent per namespace, started
 		// when a profile is applied.
 		agents := pairAgents(pair)
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			_ = prov.Down(context.WithoutCancel(ctx))
-			return nil, err
-		}
 		for role, a := range agents {
 			a.StateDir = filepath.Join(abs, "agent-"+role)
 		}

@@ -42,6 +42,12 @@ func sysctlIn(t *testing.T, h infra.Host, name string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// somaxconnProfile tunes one per-namespace sysctl to v on the server's
+// veth: a change the tests can see, which leaves the machine untouched.
+func somaxconnProfile(v string) []byte {
+	return []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"" + v + "\"}\n")
+}
+
 // alive says whether pid is still a process (all namespaces of this test
 // share one PID namespace).
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
@@ -417,7 +423,7 @@ func TestTuningSurvivesADroppedAgent(t *testing.T) {
 	defer a.Close(context.Background())
 	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
 	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": a},
-		Profile: []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"1414\"}\n")}
+		Profile: somaxconnProfile("1414")}
 	ctx := context.Background()
 	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
@@ -464,11 +470,8 @@ func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
 	defer h.Close()
 	ctx := context.Background()
 	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
-	profile := func(v string) []byte {
-		return []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"" + v + "\"}\n")
-	}
 	first := &AgentClient{Host: h}
-	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": first}, Profile: profile("1515")}
+	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": first}, Profile: somaxconnProfile("1515")}
 	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +485,7 @@ func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
 	}
 	second := &AgentClient{Host: h}
 	defer second.Close(ctx)
-	tu2 := &RemoteTuner{Agents: map[string]*AgentClient{"server": second}, Profile: profile("1616")}
+	tu2 := &RemoteTuner{Agents: map[string]*AgentClient{"server": second}, Profile: somaxconnProfile("1616")}
 	if _, err := tu2.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -512,17 +515,14 @@ func TestNewAgentTakesOverTheTuningOfAnOldOne(t *testing.T) {
 	}
 	ctx := context.Background()
 	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
-	profile := func(v string) []byte {
-		return []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"" + v + "\"}\n")
-	}
 	old := &AgentClient{Host: hosts[0]}
 	defer old.Close(ctx)
-	if _, err := (&RemoteTuner{Agents: map[string]*AgentClient{"server": old}, Profile: profile("1717")}).Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := (&RemoteTuner{Agents: map[string]*AgentClient{"server": old}, Profile: somaxconnProfile("1717")}).Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	fresh := &AgentClient{Host: hosts[1]}
 	defer fresh.Close(ctx)
-	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": fresh}, Profile: profile("1818")}
+	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": fresh}, Profile: somaxconnProfile("1818")}
 	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

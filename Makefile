@@ -6,7 +6,7 @@ PKG     := ./cmd/linerate
 STATIC  := CGO_ENABLED=0
 export GOFLAGS := -buildvcs=auto
 
-.PHONY: build test bench dist demo setup clean
+.PHONY: build test tidy-check bench dist demo setup clean
 
 build:
 	$(STATIC) $(GO) build -o $(BIN) $(PKG)
@@ -16,9 +16,15 @@ build:
 setup:
 	bash .ci/setup
 
-test: setup
+test: setup tidy-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 80m ./...
+
+# tidy-check fails when go.mod or go.sum differ from what `go mod tidy`
+# makes: a module imported but marked indirect, one no longer used, a
+# missing checksum. It prints the diff; run `go mod tidy` to fix.
+tidy-check:
+	$(GO) mod tidy -diff
 
 # bench prints ratios measured side by side in one run (linerate vs the peer
 # benchmark on the same server, linerate vs iperf3 on loopback).

@@ -3,8 +3,15 @@ package lab
 import "time"
 
 // SchemaVersion names the layout of Result; docs/result-schema.md describes it.
-// Bump it on any change a reader must know about.
-const SchemaVersion = "linerate.bench/v1"
+// Bump it on any change a reader must know about. v2 added durations in
+// seconds beside the strings (seconds.go).
+const SchemaVersion = "linerate.bench/v2"
+
+// SchemaV1 is the layout before v2; v2 only added fields, so it reads alike.
+const SchemaV1 = "linerate.bench/v1"
+
+// ReadsSchema says whether this linerate reads records of layout s.
+func ReadsSchema(s string) bool { return s == SchemaVersion || s == SchemaV1 }
 
 // Result is the record of one bench run. Optional parts are pointers or
 // omitted maps: absent means "not measured", never zero.

@@ -429,21 +429,24 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(P
 	}
 	t1 := time.AfterFunc(time.Duration(warm), func() { edge(0, &e.procStart, PhaseMeasure) })
 	t2 := time.AfterFunc(time.Duration(end), func() { edge(1, &e.procEnd, PhaseDrain) })
-	var lastOps, lastBytes uint64
+	// The counters still hold the prefill's bytes: each line is the
+	// difference since the last one, over the time since the last one.
+	lastBytes, lastAt := e.progressBytes(), time.Duration(0)
 	e.runWorkers(ctx, s, func(el time.Duration) {
-		ops, byt := e.progressOps(), e.progressBytes()
+		byt := e.progressBytes()
 		if progress != nil {
-			// The line is about the second that just ended.
-			phase, from := "measure", el-time.Second
-			if from < time.Duration(warm) {
+			// The line is about the interval that just ended.
+			phase := "measure"
+			if lastAt < time.Duration(warm) {
 				phase = "warmup "
-			} else if from >= time.Duration(end) {
+			} else if lastAt >= time.Duration(end) {
 				phase = "drain  "
 			}
-			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %7d ops/s\n", phase, el.Seconds(),
-				time.Duration(end).Seconds(), float64(byt-lastBytes)*8/1e9, ops-lastOps)
+			gbps, ops := progressRates(byt-lastBytes, Size(e.layout.Size), el-lastAt)
+			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %9.1f ops/s\n", phase, el.Seconds(),
+				time.Duration(end).Seconds(), gbps, ops)
 		}
-		lastOps, lastBytes = ops, byt
+		lastBytes, lastAt = byt, el
 	})
 	t1.Stop()
 	t2.Stop()

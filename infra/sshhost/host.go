@@ -6,17 +6,12 @@ package sshhost
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +93,9 @@ type Host struct {
 	binMu   sync.Mutex
 	binPath string // uploaded linerate binary
 	uploads int
-	arch    string
+	// uploadedBytes is what the binary uploads sent over the wire.
+	uploadedBytes int64
+	arch          string
 }
 
 var _ infra.Host = (*Host)(nil)
@@ -445,63 +442,6 @@ func isConnErr(err error) bool {
 		errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.Is(err, sftp.ErrSSHFxNoConnection)
 }
 
-// Put uploads a file under a temporary name, then renames it into place.
-func (h *Host) Put(ctx context.Context, local, remote string, mode fs.FileMode) error {
-	return h.sftpDo(ctx, "put "+remote, func(sc *sftp.Client) error {
-		in, err := os.Open(local)
-		if err != nil {
-			return fmt.Errorf("put %s: %w", local, err)
-		}
-		defer in.Close()
-		tmp := remote + ".tmp-" + strconv.Itoa(os.Getpid())
-		out, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-		if err != nil {
-			return fmt.Errorf("put %s: create %s: %w", local, tmp, err)
-		}
-		if _, err := out.ReadFrom(in); err != nil {
-			out.Close()
-			sc.Remove(tmp)
-			return fmt.Errorf("put %s to %s: %w", local, remote, err)
-		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("put %s to %s: %w", local, remote, err)
-		}
-		if err := sc.Chmod(tmp, mode); err != nil {
-			sc.Remove(tmp)
-			return fmt.Errorf("put %s: chmod %s: %w", local, tmp, err)
-		}
-		if err := sc.PosixRename(tmp, remote); err != nil {
-			sc.Remove(tmp)
-			return fmt.Errorf("put %s: rename to %s: %w", local, remote, err)
-		}
-		return nil
-	})
-}
-
-// Get downloads a file.
-func (h *Host) Get(ctx context.Context, remote, local string) error {
-	return h.sftpDo(ctx, "get "+remote, func(sc *sftp.Client) error {
-		in, err := sc.Open(remote)
-		if err != nil {
-			return fmt.Errorf("get %s: %w", remote, err)
-		}
-		defer in.Close()
-		tmp, err := os.CreateTemp(filepath.Dir(local), ".get-*")
-		if err != nil {
-			return fmt.Errorf("get %s: %w", remote, err)
-		}
-		defer os.Remove(tmp.Name())
-		if _, err := in.WriteTo(tmp); err != nil {
-			tmp.Close()
-			return fmt.Errorf("get %s: %w", remote, err)
-		}
-		if err := tmp.Close(); err != nil {
-			return fmt.Errorf("get %s: %w", remote, err)
-		}
-		return os.Rename(tmp.Name(), local)
-	})
-}
-
 // Facts asks the host about itself.
 func (h *Host) Facts(ctx context.Context) (infra.HostFacts, error) {
 	f, err := infra.ProbeFacts(ctx, h)
@@ -511,73 +451,6 @@ func (h *Host) Facts(ctx context.Context) (infra.HostFacts, error) {
 		h.binMu.Unlock()
 	}
 	return f, err
-}
-
-// Linerate uploads dist/linerate-linux-<arch> for the host's architecture,
-// named by its content hash so a host keeps one copy per build, and returns
-// its absolute path there. An identical file already there is reused.
-func (h *Host) Linerate(ctx context.Context) (string, error) {
-	h.binMu.Lock()
-	defer h.binMu.Unlock()
-	if h.binPath != "" {
-		return h.binPath, nil
-	}
-	if h.arch == "" {
-		out, err := h.Run(ctx, "uname", "-m")
-		if err != nil {
-			return "", fmt.Errorf("linerate binary for %s: %w", h.Name(), err)
-		}
-		if h.arch, err = infra.GoArch(strings.TrimSpace(string(out))); err != nil {
-			return "", fmt.Errorf("linerate binary for %s: %w", h.Name(), err)
-		}
-	}
-	local := filepath.Join(h.cfg.Dist, "linerate-linux-"+h.arch)
-	sum, err := fileSHA256(local)
-	if err != nil {
-		return "", fmt.Errorf("linerate binary for %s (%s): %w (build it with make dist)", h.Name(), h.arch, err)
-	}
-	var remote string
-	err = h.sftpDo(ctx, "stat linerate binary", func(sc *sftp.Client) error {
-		dir := h.cfg.RemoteDir
-		if !path.IsAbs(dir) {
-			wd, err := sc.Getwd()
-			if err != nil {
-				return fmt.Errorf("login directory: %w", err)
-			}
-			dir = path.Join(wd, dir)
-		}
-		if err := sc.MkdirAll(dir); err != nil {
-			return fmt.Errorf("mkdir %s: %w", dir, err)
-		}
-		remote = path.Join(dir, "linerate-"+sum[:16])
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("linerate binary for %s: %w", h.Name(), err)
-	}
-	if out, err := h.Run(ctx, "sha256sum", remote); err == nil && strings.HasPrefix(string(out), sum) {
-		h.binPath = remote
-		return remote, nil
-	}
-	if err := h.Put(ctx, local, remote, 0o755); err != nil {
-		return "", fmt.Errorf("linerate binary for %s: %w", h.Name(), err)
-	}
-	h.uploads++
-	h.binPath = remote
-	return remote, nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	d := sha256.New()
-	if _, err := io.Copy(d, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(d.Sum(nil)), nil
 }
 
 // pidLine reads the PID the remote shell prints first, then passes the

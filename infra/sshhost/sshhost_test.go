@@ -96,6 +96,17 @@ func TestUploadAndBenchOverSSH(t *testing.T) {
 	if !strings.HasPrefix(bin, filepath.Join(l.dir, "remote-client")+"/linerate-") {
 		t.Errorf("binary uploaded to %s", bin)
 	}
+	// Compressed on the wire, the same bytes on the host, nothing else left.
+	localBin := filepath.Join(dist, "linerate-linux-"+runtime.GOARCH)
+	want, _ := fileSHA256(localBin)
+	got, _ := fileSHA256(bin)
+	lst, _ := os.Stat(localBin)
+	if got != want || client.uploadedBytes <= 0 || client.uploadedBytes > lst.Size()/2 {
+		t.Errorf("uploaded %d bytes for a %d-byte binary; sha256 there %s, here %s", client.uploadedBytes, lst.Size(), got, want)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(bin)); len(ents) != 1 {
+		t.Errorf("remote directory holds %d files, want the binary alone: %v", len(ents), ents)
+	}
 	var help, helpOut bytes.Buffer // usage goes to stderr
 	err = client.Exec(ctx, infra.Command{Argv: []string{bin, "bench", "--help"}, Stdout: &helpOut, Stderr: &help, Timeout: 20 * time.Second})
 	if err != nil || !strings.Contains(help.String(), "Usage: linerate bench") {

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"math"
 	"sort"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Summary describes one sample.
@@ -44,11 +47,7 @@ func Mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	return sum / float64(len(xs))
+	return stat.Mean(xs, nil)
 }
 
 // Variance is the sample variance (divides by n-1); 0 for fewer than two.
@@ -56,12 +55,7 @@ func Variance(xs []float64) float64 {
 	if len(xs) < 2 {
 		return 0
 	}
-	m := Mean(xs)
-	var ss float64
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return ss / float64(len(xs)-1)
+	return stat.Variance(xs, nil)
 }
 
 // Median is the middle value, the mean of the two middle ones for even n.
@@ -102,7 +96,8 @@ func (w Welch) MarshalJSON() ([]byte, error) {
 }
 
 // WelchTest compares the means of x and y without assuming equal
-// variances (seed 003, Algorithm 2). ok is false when either side has
+// variances (seed 003, Algorithm 2): Welch's t and its Welch-Satterthwaite
+// degrees of freedom, the p-value from gonum's t distribution. ok is false when either side has
 // fewer than two values. Two samples with no variance at all give p=1 for
 // equal means and p=0 otherwise.
 func WelchTest(x, y []float64) (w Welch, ok bool) {
@@ -110,8 +105,10 @@ func WelchTest(x, y []float64) (w Welch, ok bool) {
 		return Welch{P: math.NaN(), T: math.NaN(), DF: math.NaN()}, false
 	}
 	nx, ny := float64(len(x)), float64(len(y))
-	vx, vy := Variance(x)/nx, Variance(y)/ny
-	diff := Mean(x) - Mean(y)
+	mx, varx := stat.MeanVariance(x, nil)
+	my, vary := stat.MeanVariance(y, nil)
+	vx, vy := varx/nx, vary/ny
+	diff := mx - my
 	se := math.Sqrt(vx + vy)
 	if se == 0 {
 		if diff == 0 {
@@ -126,7 +123,7 @@ func WelchTest(x, y []float64) (w Welch, ok bool) {
 }
 
 // StudentTTwoSided is P(|T| >= |t|) for Student's t with df degrees of
-// freedom: I_{df/(df+t²)}(df/2, 1/2).
+// freedom (gonum's t distribution; df may be fractional, as Welch's is).
 func StudentTTwoSided(t, df float64) float64 {
 	if math.IsNaN(t) || df <= 0 {
 		return math.NaN()
@@ -134,88 +131,7 @@ func StudentTTwoSided(t, df float64) float64 {
 	if math.IsInf(t, 0) {
 		return 0
 	}
-	return RegIncBeta(df/2, 0.5, df/(df+t*t))
-}
-
-// StudentTCDF is P(T <= t).
-func StudentTCDF(t, df float64) float64 {
-	p := StudentTTwoSided(t, df) / 2
-	if t > 0 {
-		return 1 - p
-	}
-	return p
-}
-
-// RegIncBeta is the regularized incomplete beta function I_x(a, b), by its
-// continued fraction evaluated with the modified Lentz method; the symmetry
-// I_x(a,b) = 1 - I_{1-x}(b,a) keeps the fraction in its fast-converging range.
-func RegIncBeta(a, b, x float64) float64 {
-	switch {
-	case x <= 0:
-		return 0
-	case x >= 1:
-		return 1
-	}
-	lnFront := a*math.Log(x) + b*math.Log1p(-x) - lnBeta(a, b)
-	if x > (a+1)/(a+b+2) {
-		return 1 - math.Exp(lnFront)*betaFraction(b, a, 1-x)/b
-	}
-	return math.Exp(lnFront) * betaFraction(a, b, x) / a
-}
-
-func lnBeta(a, b float64) float64 {
-	la, _ := math.Lgamma(a)
-	lb, _ := math.Lgamma(b)
-	lab, _ := math.Lgamma(a + b)
-	return la + lb - lab
-}
-
-// betaFraction evaluates 1/(1+ d1/(1+ d2/(1+ …))) where
-// d_{2m+1} = -(a+m)(a+b+m)x / ((a+2m)(a+2m+1)) and
-// d_{2m}   =  m(b-m)x / ((a+2m-1)(a+2m)).
-func betaFraction(a, b, x float64) float64 {
-	const (
-		tiny    = 1e-300
-		eps     = 1e-15
-		maxIter = 500
-	)
-	c, d := 1.0, 1-(a+b)*x/(a+1)
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
-	f := d
-	for m := 1.0; m <= maxIter; m++ {
-		// even step
-		num := m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
-		d = 1 + num*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + num/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		f *= d * c
-		// odd step
-		num = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
-		d = 1 + num*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + num/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		delta := d * c
-		f *= delta
-		if math.Abs(delta-1) < eps {
-			break
-		}
-	}
-	return f
+	return 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(t))
 }
 
 // Mark is the significance mark for a p-value: *** below 0.001, ** below

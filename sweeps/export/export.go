@@ -1,0 +1,239 @@
+// Package export flattens a sweeps run directory into rows where people
+// already look: CSV for spreadsheets, NDJSON for pandas, DuckDB or jq. One
+// row per cell and operation (the campaign, the version, every workload
+// field, the outcome, throughput, latency percentiles in ms, client and
+// server CPU), or, with Series, one per cell, operation and second of the
+// measured window. Failed cells are rows with status failed and empty
+// figures; numbers are numbers (durations in seconds), never "1m0s".
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+)
+
+// Format is how rows are written.
+type Format string
+
+const (
+	CSV    Format = "csv"    // a header line, then one line per row
+	NDJSON Format = "ndjson" // one JSON object per line, keys in column order
+)
+
+// ParseFormat reads csv or ndjson.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case CSV, NDJSON:
+		return f, nil
+	}
+	return "", fmt.Errorf("%q: use csv or ndjson", s)
+}
+
+// Options choose the rows and how they are written.
+type Options struct {
+	Format Format
+	// Series writes one row per cell, op and second of the measured
+	// window instead of one per cell and op. Failed cells have none.
+	Series bool
+}
+
+// Columns lists the fields of every row, in order.
+func Columns(series bool) []Column {
+	var out []Column
+	for _, c := range columnsOf(series) {
+		out = append(out, c.Column)
+	}
+	return out
+}
+
+func columnsOf(series bool) []column {
+	if series {
+		return append(append([]column(nil), prefixColumns...), seriesColumns...)
+	}
+	return append(append([]column(nil), prefixColumns...), cellColumns...)
+}
+
+// InputError is a run directory Write cannot make rows from (nothing was
+// written); any other error is the output's.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Write writes the run's cells of its current plan (all of them when it
+// has no plan), in plan order, each op of a cell's mix in record order. A
+// record of a layout this linerate does not read is an error naming its
+// file; the run's unreadable files (run.Problems) are the caller's to
+// report.
+func Write(out io.Writer, run *sweeps.Run, opt Options) error {
+	if _, err := ParseFormat(string(opt.Format)); err != nil {
+		return &InputError{fmt.Errorf("export format %w", err)}
+	}
+	cells := run.Current()
+	if len(cells) == 0 {
+		return &InputError{fmt.Errorf("export %s: no cell records in %s/; is this a run directory (linerate sweep run writes one)?",
+			run.Dir, filepath.Join(run.Dir, sweeps.CellsDir))}
+	}
+	for _, c := range cells {
+		if c.Result != nil && !lab.ReadsSchema(c.Result.Schema) {
+			return &InputError{fmt.Errorf("export %s: record layout %q is not one this linerate reads (%s or %s); use the linerate that wrote it",
+				filepath.Join(run.Dir, sweeps.CellsDir, sweeps.CellFileName(c.CellID)), c.Result.Schema, lab.SchemaV1, lab.SchemaVersion)}
+		}
+	}
+	cols := columnsOf(opt.Series)
+	bw := bufio.NewWriter(out)
+	rw := newRowWriter(bw, opt.Format, cols)
+	if err := rw.header(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	for _, c := range cells {
+		for _, r := range rowsOf(c, opt.Series) {
+			if err := rw.row(&r); err != nil {
+				return fmt.Errorf("export %s: %w", c.CellID, err)
+			}
+		}
+	}
+	if err := rw.flush(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// rowsOf is a cell's rows: one per op of its mix, or one per op and second.
+func rowsOf(c *sweeps.CellRecord, series bool) []row {
+	w := c.Workload
+	if c.Result != nil {
+		w = c.Result.Workload
+	}
+	var rows []row
+	for _, op := range w.Ops() {
+		r := row{rec: c, w: w, op: op}
+		if c.Status == sweeps.StatusDone && c.Result != nil {
+			r.o = c.Result.Ops[op]
+		}
+		if !series {
+			rows = append(rows, r)
+			continue
+		}
+		if r.o == nil {
+			continue
+		}
+		for i := range r.o.Series {
+			s := r
+			s.sec = &r.o.Series[i]
+			rows = append(rows, s)
+		}
+	}
+	return rows
+}
+
+type rowWriter struct {
+	format Format
+	cols   []column
+	out    *bufio.Writer
+	csv    *csv.Writer
+	fields []string
+	buf    bytes.Buffer
+}
+
+func newRowWriter(out *bufio.Writer, f Format, cols []column) *rowWriter {
+	rw := &rowWriter{format: f, cols: cols, out: out, fields: make([]string, len(cols))}
+	if f == CSV {
+		rw.csv = csv.NewWriter(out)
+	}
+	return rw
+}
+
+func (rw *rowWriter) header() error {
+	if rw.format != CSV {
+		return nil
+	}
+	for i, c := range rw.cols {
+		rw.fields[i] = c.Name
+	}
+	return rw.csv.Write(rw.fields)
+}
+
+func (rw *rowWriter) row(r *row) error {
+	if rw.format == CSV {
+		for i, c := range rw.cols {
+			rw.fields[i] = csvValue(c.get(r))
+		}
+		return rw.csv.Write(rw.fields)
+	}
+	rw.out.WriteByte('{')
+	for i, c := range rw.cols {
+		if i > 0 {
+			rw.out.WriteByte(',')
+		}
+		k, _ := json.Marshal(c.Name)
+		rw.out.Write(k)
+		rw.out.WriteByte(':')
+		v, err := jsonValue(&rw.buf, c.get(r))
+		if err != nil {
+			return fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		rw.out.Write(v)
+	}
+	_, err := rw.out.WriteString("}\n")
+	return err
+}
+
+func (rw *rowWriter) flush() error {
+	if rw.csv == nil {
+		return nil
+	}
+	rw.csv.Flush()
+	return rw.csv.Error()
+}
+
+// finite turns NaN and infinities (no figure) into nil: JSON has no word
+// for them and a spreadsheet would take them for text.
+func finite(v any) any {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return nil
+	}
+	return v
+}
+
+func csvValue(v any) string {
+	switch x := finite(v).(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return fmt.Sprint(v) // no getter returns another type (TestColumnKinds)
+}
+
+// jsonValue is v as JSON, text as it is (no \u003c for "<").
+func jsonValue(buf *bytes.Buffer, v any) ([]byte, error) {
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(finite(v)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,374 @@
+package export
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files and the failed-run fixture")
+
+const sampleDir = "../../runs/sample-local"
+
+// failedRun is a small run directory with failed cells (testdata; -update
+// makes it again from the sample).
+var failedRun = filepath.Join("testdata", "failed-run")
+
+func readRun(t *testing.T, dir string) *sweeps.Run {
+	t.Helper()
+	run, err := sweeps.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Problems) > 0 {
+		t.Fatalf("%s: %v", dir, run.Problems)
+	}
+	return run
+}
+
+func export(t *testing.T, run *sweeps.Run, opt Options) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, run, opt); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// The sample campaign's exports, byte for byte (go test -update rewrites).
+func TestGoldenSample(t *testing.T) {
+	run := readRun(t, sampleDir)
+	for _, tc := range []struct {
+		file string
+		opt  Options
+	}{
+		{"sample-local.csv", Options{Format: CSV}},
+		{"sample-local.ndjson", Options{Format: NDJSON}},
+		{"sample-local-series.csv", Options{Format: CSV, Series: true}},
+	} {
+		golden(t, tc.file, export(t, run, tc.opt))
+	}
+}
+
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", file)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < len(gl) && i < len(wl); i++ {
+			if gl[i] != wl[i] {
+				t.Fatalf("%s differs at line %d:\ngot  %s\nwant %s\n(go test -update if the change is meant)", file, i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("%s: %d lines, want %d (go test -update if the change is meant)", file, len(gl), len(wl))
+	}
+}
+
+func parseCSV(t *testing.T, b []byte) []map[string]string {
+	t.Helper()
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("csv: %v", err)
+	}
+	var rows []map[string]string
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, name := range recs[0] {
+			m[name] = r[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// One row per cell and op of the sample, with the record's own figures.
+func TestSampleRowsAreTheRecords(t *testing.T) {
+	run := readRun(t, sampleDir)
+	rows := parseCSV(t, export(t, run, Options{Format: CSV}))
+	if len(rows) != len(run.Cells) { // every sample cell is GET or SET alone
+		t.Fatalf("%d rows for %d cells", len(rows), len(run.Cells))
+	}
+	for _, r := range rows {
+		rec := run.Cells[r["cell_id"]]
+		if rec == nil {
+			t.Fatalf("row of an unknown cell %q", r["cell_id"])
+		}
+		o := rec.Result.Ops[lab.Op(r["op"])]
+		checks := []struct{ col, want string }{
+			{"status", "done"},
+			{"version", rec.Version.Segment},
+			{"server_version", rec.Result.Server.Version},
+			{"campaign", "local"},
+			{"gbps", csvValue(o.Gbps)},
+			{"ops_per_sec", csvValue(o.OpsPerSec)},
+			{"p99_ms", csvValue(o.Latency.P99 / 1000)},
+			{"value_size", csvValue(int64(rec.Workload.ValueSz))},
+			{"request_timeout_s", "60"},
+			{"limit", string(rec.Limit.Kind)},
+			{"client_cpu_s_per_gb", csvValue(rec.Result.Client.CPUSecPerGB)},
+			{"server_main_busy", csvValue(busy(rec.Host.Server.MainBusy))},
+		}
+		for _, c := range checks {
+			if r[c.col] != c.want {
+				t.Errorf("%s %s: %s = %q, want %q", r["cell_id"], r["op"], c.col, r[c.col], c.want)
+			}
+		}
+		if p50, p95, p99 := r["p50_ms"], r["p95_ms"], r["p99_ms"]; !(num(t, p50) <= num(t, p95) && num(t, p95) <= num(t, p99)) {
+			t.Errorf("%s: p50 %s, p95 %s, p99 %s out of order", r["cell_id"], p50, p95, p99)
+		}
+	}
+	series := parseCSV(t, export(t, run, Options{Format: CSV, Series: true}))
+	want := 0
+	for _, c := range run.Cells {
+		for _, o := range c.Result.Ops {
+			want += len(o.Series)
+		}
+	}
+	if len(series) != want || want == 0 {
+		t.Errorf("%d series rows, want %d", len(series), want)
+	}
+}
+
+func num(t *testing.T, s string) float64 {
+	t.Helper()
+	var f float64
+	if err := json.Unmarshal([]byte(s), &f); err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return f
+}
+
+// A campaign with failed cells: rows with status failed, identity and
+// workload filled, every figure empty; no series rows for them.
+func TestFailedCells(t *testing.T) {
+	if *update {
+		writeFailedRun(t)
+	}
+	run := readRun(t, failedRun)
+	out := export(t, run, Options{Format: CSV})
+	golden(t, "failed-run.csv", out)
+	rows := parseCSV(t, out)
+	type want struct{ status, op, stop string }
+	wants := []want{
+		{"done", "GET", "completed"},
+		{"failed", "SET", ""},            // the server never started: no record
+		{"failed", "GET", "server_lost"}, // a partial record
+		{"failed", "GET", ""},            // a mixed cell: one row per op
+		{"failed", "SET", ""},
+	}
+	if len(rows) != len(wants) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(wants), out)
+	}
+	figures := []string{"limit", "client_limited", "measured_s", "ops", "gbps", "ops_per_sec", "p50_ms", "p95_ms", "p99_ms",
+		"max_ms", "client_cpu_s_per_gb", "server_main_busy", "server_other_busy"}
+	for i, r := range rows {
+		w := wants[i]
+		if r["status"] != w.status || r["op"] != w.op || r["stop_reason"] != w.stop {
+			t.Errorf("row %d: status %s op %s stop %q, want %+v", i, r["status"], r["op"], r["stop_reason"], w)
+		}
+		for _, c := range []string{"campaign", "version", "cell_id", "value_size", "connections", "duration_s", "attempts"} {
+			if r[c] == "" {
+				t.Errorf("row %d (%s): %s empty", i, r["cell_id"], c)
+			}
+		}
+		for _, c := range figures {
+			if empty := r[c] == ""; empty != (w.status == "failed") {
+				t.Errorf("row %d (%s, %s): %s = %q", i, r["cell_id"], w.status, c, r[c])
+			}
+		}
+		if (r["reason"] == "") != (w.status == "done") {
+			t.Errorf("row %d: reason %q", i, r["reason"])
+		}
+	}
+	series := parseCSV(t, export(t, run, Options{Format: CSV, Series: true}))
+	if len(series) != len(run.Cells[rows[0]["cell_id"]].Result.Ops[lab.OpGet].Series) {
+		t.Errorf("%d series rows, want the done cell's seconds only", len(series))
+	}
+	for _, r := range series {
+		if r["cell_id"] != rows[0]["cell_id"] {
+			t.Errorf("series row of %s", r["cell_id"])
+		}
+	}
+	// NDJSON says null where CSV leaves a cell empty.
+	nd := export(t, run, Options{Format: NDJSON})
+	lines := strings.Split(strings.TrimSpace(string(nd)), "\n")
+	var failed map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &failed); err != nil || len(lines) != len(wants) {
+		t.Fatalf("ndjson: %d lines, %v", len(lines), err)
+	}
+	if v, ok := failed["gbps"]; !ok || v != nil || failed["status"] != "failed" {
+		t.Errorf("failed row in ndjson: gbps %v (present %v), status %v", v, ok, failed["status"])
+	}
+}
+
+// writeFailedRun makes testdata/failed-run from the sample's records: one
+// done cell (written now, so a v2 record beside the sample's v1 ones), a
+// cell whose server never started, one that lost its server mid-run and a
+// mixed cell that failed.
+func writeFailedRun(t *testing.T) {
+	t.Helper()
+	os.RemoveAll(failedRun)
+	st, err := sweeps.OpenStore(failedRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		st.Close()
+		for _, d := range []string{sweeps.LogsDir, sweeps.SoakDir, sweeps.LockFile} {
+			os.RemoveAll(filepath.Join(failedRun, d))
+		}
+	}()
+	src := readRun(t, sampleDir).Cells["valkey-9.1.2/GET/16MiB/r1"]
+	if src == nil {
+		t.Fatal("the sample lost valkey-9.1.2/GET/16MiB/r1")
+	}
+	clone := func(id, key string, index int) *sweeps.CellRecord {
+		b, _ := json.Marshal(src)
+		var c sweeps.CellRecord
+		json.Unmarshal(b, &c)
+		c.CellID, c.Key, c.Index = id, key, index
+		return &c
+	}
+	done := clone("valkey-9.1.2/GET/16MiB/r1", "GET/16MiB", 0)
+	done.Result.Schema = lab.SchemaVersion
+
+	noServer := clone("valkey-9.1.2/SET/16MiB/r1", "SET/16MiB", 1)
+	noServer.Workload.Ratio = lab.Ratio{Sets: 100}
+	noServer.Status, noServer.Reason, noServer.Attempts = sweeps.StatusFailed, "start server: valkey-server exited: exit status 1", 3
+	noServer.Result, noServer.Host, noServer.Limit = nil, nil, nil
+
+	lost := clone("valkey-9.1.2/GET/16MiB/r2", "GET/16MiB", 2)
+	lost.Rep = 2
+	lost.Status, lost.Reason = sweeps.StatusFailed, "server_lost: every connection failed"
+	lost.Result.Stop = lab.Stop{Reason: lab.StopServerLost, Error: "every connection failed", ExitCode: lab.ExitServerLost}
+
+	mixed := clone("valkey-9.1.2/mix50-50/16MiB/r1", "mix50-50/16MiB", 3)
+	mixed.Workload.Ratio = lab.Ratio{Gets: 50, Sets: 50}
+	mixed.Status, mixed.Reason = sweeps.StatusFailed, "flushall: connection refused"
+	mixed.Result, mixed.Host, mixed.Limit = nil, nil, nil
+
+	for _, c := range []*sweeps.CellRecord{done, noServer, lost, mixed} {
+		if err := st.WriteCell(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A record of a layout this linerate does not know is refused by name,
+// not read as if it were v1 or v2.
+func TestUnknownRecordLayoutIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sweeps.OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec := readRun(t, sampleDir).Cells["valkey-9.1.2/GET/16MiB/r1"]
+	rec.Result.Schema = "linerate.bench/v9"
+	if err := st.WriteCell(rec); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	err = Write(&b, readRun(t, dir), Options{Format: CSV})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "linerate.bench/v9") || !strings.Contains(err.Error(), "valkey-9.1.2_GET_16MiB_r1.json") {
+		t.Errorf("err = %v, want the layout and the file named", err)
+	}
+	if b.Len() != 0 {
+		t.Errorf("wrote %d bytes before refusing", b.Len())
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	if _, err := ParseFormat("xlsx"); err == nil || !strings.Contains(err.Error(), "csv or ndjson") {
+		t.Errorf("ParseFormat(xlsx): %v", err)
+	}
+	empty := t.TempDir()
+	var ie *InputError
+	if err := Write(&bytes.Buffer{}, readRun(t, empty), Options{Format: CSV}); !errors.As(err, &ie) || !strings.Contains(err.Error(), "no cell records") {
+		t.Errorf("empty directory: %v", err)
+	}
+	if err := Write(&bytes.Buffer{}, readRun(t, sampleDir), Options{}); !errors.As(err, &ie) {
+		t.Errorf("no format: %v, want an input error", err)
+	}
+	// A full disk or a closed pipe is the output's fault, not the input's.
+	if err := Write(failingWriter{}, readRun(t, sampleDir), Options{Format: NDJSON}); err == nil || errors.As(err, &ie) {
+		t.Errorf("failing output: %v", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// Every value a column gives is of its kind, on every row of both runs.
+func TestColumnKinds(t *testing.T) {
+	for _, dir := range []string{sampleDir, failedRun} {
+		run := readRun(t, dir)
+		for _, series := range []bool{false, true} {
+			for _, c := range run.Current() {
+				for _, r := range rowsOf(c, series) {
+					for _, col := range columnsOf(series) {
+						v := col.get(&r)
+						var ok bool
+						switch v.(type) {
+						case nil:
+							ok = true
+						case string:
+							ok = col.Kind == String
+						case int64, uint64:
+							ok = col.Kind == Int
+						case float64:
+							ok = col.Kind == Float
+						case bool:
+							ok = col.Kind == Bool
+						}
+						if !ok {
+							t.Errorf("%s %s: column %s (%s) gave %T", c.CellID, r.op, col.Name, col.Kind, v)
+						}
+					}
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range Columns(false) {
+		if seen[c.Name] {
+			t.Errorf("column %s twice", c.Name)
+		}
+		seen[c.Name] = true
+	}
+}
+
+// docs/result-schema.md lists every column.
+func TestDocsListEveryColumn(t *testing.T) {
+	b, err := os.ReadFile("../../docs/result-schema.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, series := range []bool{false, true} {
+		for _, c := range Columns(series) {
+			if !strings.Contains(string(b), "`"+c.Name+"`") {
+				t.Errorf("docs/result-schema.md does not name the export column `%s`", c.Name)
+			}
+		}
+	}
+}

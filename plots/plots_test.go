@@ -3,6 +3,7 @@ package plots
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"image/png"
@@ -223,6 +224,56 @@ func TestBrokenCampaigns(t *testing.T) {
 				t.Errorf("failed cell not tabulated:\n%s", md)
 			}
 		}},
+		// Records on disk are untrusted: JSON null where a figure should be
+		// must be plotted around, never dereferenced.
+		{"null figures", func(t *testing.T, dir string) {
+			patchCell(t, dir, "valkey-8.1.8_GET_4MB_r1.json", func(m map[string]any) {
+				m["result"].(map[string]any)["ops"] = map[string]any{"GET": nil}
+			})
+			patchCell(t, dir, "valkey-8.1.8_GET_8MB_r2.json", func(m map[string]any) {
+				m["result"].(map[string]any)["phases"] = map[string]any{"measure": nil}
+			})
+			patchJSON(t, soakFile(dir), func(m map[string]any) {
+				m["result"].(map[string]any)["ops"] = map[string]any{"GET": nil}
+			})
+		}, func(t *testing.T, c *Campaign, md string) {
+			for _, p := range [][2]string{{"valkey-8.1.8_GET_4MB_r1.json", "ops.GET"}, {"valkey-8.1.8_GET_8MB_r2.json", "phases.measure"}, {"soak/", "ops.GET"}} {
+				if !hasProblem(c, p[0], p[1]) {
+					t.Errorf("problems %v, want %s named for %s", c.Problems, p[1], p[0])
+				}
+			}
+			if c.Run.Cells["valkey-8.1.8/GET/4MB/r1"] != nil || len(c.Soaks) != 0 {
+				t.Error("a record with a null figure was used")
+			}
+		}},
+		{"null optional fields", func(t *testing.T, dir string) {
+			patchCell(t, dir, "valkey-8.1.8_GET_8MB_r1.json", func(m map[string]any) {
+				r := m["result"].(map[string]any)
+				r["ops"], r["phases"], r["server"], r["errors"] = nil, nil, nil, nil
+				r["client"].(map[string]any)["workers"] = []any{nil, map[string]any{"cpu": nil}}
+				m["host"] = map[string]any{"server": nil, "cores": nil, "nics": []any{nil}}
+				m["limit"], m["tuning"], m["history"] = nil, nil, []any{nil}
+				m["version"].(map[string]any)["resolved"] = nil
+			})
+			patchCell(t, dir, "valkey-8.1.8_GET_8MB_r2.json", func(m map[string]any) { m["result"] = nil })
+			patchCell(t, dir, "valkey-8.1.8_SET_8MB_r1.json", func(m map[string]any) {
+				m["result"].(map[string]any)["ops"] = map[string]any{"SET": map[string]any{"latency_us": nil, "ttfb_us": nil, "series": []any{nil}}}
+				m["host"] = map[string]any{"server": map[string]any{"threads": []any{nil}}}
+			})
+			patchJSON(t, soakFile(dir), func(m map[string]any) {
+				m["result"].(map[string]any)["ops"].(map[string]any)["GET"].(map[string]any)["series"] = []any{nil}
+				m["drift"], m["held_gbps"], m["original_gbps"], m["host"] = map[string]any{"GET": nil}, nil, map[string]any{"GET": nil}, nil
+			})
+			patchJSON(t, filepath.Join(dir, sweeps.EnvFile), func(m map[string]any) {
+				m["hosts"] = []any{nil, map[string]any{"role": "client", "nics": []any{nil, map[string]any{"name": "eth0", "driver": "x", "speed_mbps": nil}}}}
+				m["servers"] = []any{nil, map[string]any{"segment": "valkey-8.1.8", "info": nil, "resolved": nil}}
+				m["linerate"], m["tuning"] = nil, nil
+			})
+		}, func(t *testing.T, c *Campaign, md string) {
+			if len(c.Problems) != 0 || c.Run.Cells["valkey-8.1.8/GET/8MB/r1"] == nil || len(c.Soaks) != 1 {
+				t.Errorf("records with null optional fields not read whole: problems %v", c.Problems)
+			}
+		}},
 		{"one version, one cell", func(t *testing.T, dir string) {
 			rm(t, dir, sweeps.PlanFile)
 			keepOnly(t, dir, "valkey-9.0.4_SET_8MB_r1")
@@ -237,7 +288,13 @@ func TestBrokenCampaigns(t *testing.T) {
 			dir := copyRun(t, src)
 			tc.damage(t, dir)
 			c := load(t, dir)
-			// CPU charts are many and drawn by the same code: leave them out here.
+			// CPU charts are many and drawn by the same code: leave them out
+			// here, but describe each (that reads every thread figure).
+			for _, r := range c.Run.Sorted() {
+				if ch := cpuChart(c, r); ch != nil {
+					_ = Describe(ch)
+				}
+			}
 			w, err := Render(c, Options{Out: filepath.Join(dir, "out"), Kinds: []string{"size", "soak"}})
 			if err != nil {
 				t.Fatal(err)
@@ -265,6 +322,43 @@ func TestBrokenCampaigns(t *testing.T) {
 			t.Errorf("got %v, want an error saying there are no cell records", err)
 		}
 	})
+}
+
+// patchCell edits one stored cell record as JSON.
+func patchCell(t *testing.T, dir, name string, edit func(map[string]any)) {
+	t.Helper()
+	patchJSON(t, filepath.Join(dir, sweeps.CellsDir, name), edit)
+}
+
+func patchJSON(t *testing.T, p string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	write(t, p, string(b))
+}
+
+func soakFile(dir string) string {
+	return filepath.Join(dir, sweeps.SoakDir, strings.ReplaceAll(fixture.SoakCell, "/", "_")+"-20261130T120000Z.json")
+}
+
+// hasProblem says whether a problem names file and (when given) what.
+func hasProblem(c *Campaign, file, what string) bool {
+	for _, p := range c.Problems {
+		if strings.Contains(p, file) && strings.Contains(p, what) {
+			return true
+		}
+	}
+	return false
 }
 
 func rm(t *testing.T, dir, name string) {

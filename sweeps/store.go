@@ -361,17 +361,45 @@ func ReadRun(dir string) (*Run, error) {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: %v", CellsDir, name, err))
 			continue
 		}
-		var c CellRecord
-		if err := json.Unmarshal(b, &c); err != nil || c.CellID == "" {
-			if err == nil {
-				err = errors.New("no cell_id")
-			}
+		c, err := decodeCell(b)
+		if err != nil {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: %v", CellsDir, name, err))
 			continue
 		}
-		r.Cells[c.CellID] = &c
+		r.Cells[c.CellID] = c
 	}
 	return r, nil
+}
+
+// decodeCell reads one stored cell record. A record is untrusted input:
+// one without an ID, or with null where a figure belongs, is unreadable.
+func decodeCell(b []byte) (*CellRecord, error) {
+	var c CellRecord
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, checkStored(c.CellID, c.Result)
+}
+
+// DecodeSoak reads one stored soak record with the checks of a cell's.
+func DecodeSoak(b []byte) (*SoakRecord, error) {
+	var s SoakRecord
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return &s, checkStored(s.CellID, s.Result)
+}
+
+func checkStored(cellID string, res *lab.Result) error {
+	if cellID == "" {
+		return errors.New("no cell_id")
+	}
+	if res != nil {
+		if err := res.CheckNulls(); err != nil {
+			return fmt.Errorf("result %w", err)
+		}
+	}
+	return nil
 }
 
 // Sorted returns the cells in plan order.

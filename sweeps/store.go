@@ -264,11 +264,22 @@ func (s *Store) WriteSpec(p *Plan) error {
 	return writeJSON(filepath.Join(s.Dir, PlanFile), p)
 }
 
-// WriteEnv stores the environment record.
+// WriteEnv stores the environment record, merged into the one on disk
+// (e is updated to the merge): a resumed run starts only the versions it
+// still has to run, and the server facts of the others, recorded in
+// earlier sessions, must stay. e's hosts, tuning and build are the
+// current ones; the record was created when the first session made it.
 func (s *Store) WriteEnv(e *Environment) error {
+	p := filepath.Join(s.Dir, EnvFile)
+	if b, err := os.ReadFile(p); err == nil {
+		var old Environment
+		if json.Unmarshal(b, &old) == nil {
+			e.mergeEarlier(&old)
+		}
+	}
 	e.Schema = EnvSchema
 	e.Updated = time.Now().UTC()
-	return writeJSON(filepath.Join(s.Dir, EnvFile), e)
+	return writeJSON(p, e)
 }
 
 // WriteCell stores one cell's record, replacing an earlier attempt.

@@ -138,6 +138,9 @@ func (sc *sinkConn) serveOne() error {
 			return fmt.Errorf("sink: bad bulk length %q", h)
 		}
 		if i == 2 && len(sc.args) == 2 && strings.EqualFold(string(sc.args[0]), "SET") {
+			if l > int64(MaxValueSize) {
+				return fmt.Errorf("sink: a %d-byte value, larger than any linerate writes", l)
+			}
 			if err := sc.drop(l + 2); err != nil {
 				return err
 			}

@@ -63,7 +63,8 @@ func TestLaunchControlRefusesMalformedReplies(t *testing.T) {
 }
 
 // A server that answers SHUTDOWN with a reply that never ends is still
-// stopped: SIGTERM follows within the stop step.
+// stopped: SIGTERM follows within the stop step, and the reply is not
+// held meanwhile.
 func TestStopPastMalformedShutdownReply(t *testing.T) {
 	s, _ := peerServer(t, labtest.Sabotage("SHUTDOWN", func(w io.Writer) error { return labtest.Endless(w, "+", 'x', 1<<30) }))
 	s.cmd = exec.Command("sleep", "60")
@@ -72,7 +73,14 @@ func TestStopPastMalformedShutdownReply(t *testing.T) {
 	}
 	s.settings.StopTimeout = 2 * time.Second
 	go s.wait()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	err := s.Stop(context.Background())
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("allocated %d MB reading the reply", grew>>20)
+	}
 	if err == nil || !strings.Contains(err.Error(), "SIGTERM did") {
 		t.Errorf("stop: %v", err)
 	}

@@ -3,21 +3,20 @@ package lab
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/valkey-io/valkey-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab/resp"
 )
 
-// Control is the control plane: PING, INFO, DBSIZE, FLUSHALL, CONFIG GET,
-// through valkey-go. It never carries measured load.
+// Control is the control plane: PING, INFO, DBSIZE, FLUSHALL, CONFIG GET.
+// It never carries measured load. Replies are read by resp.Conn within
+// bounds: a server that answers with nonsense gives an error naming it.
 type Control struct {
-	c valkey.Client
+	c *resp.Conn
 }
 
 // DialControl connects the control plane to the workload's server.
@@ -26,34 +25,26 @@ func DialControl(ctx context.Context, w Workload) (*Control, error) {
 }
 
 // Dialer opens a connection; a network namespace or a tunnel provides one.
-type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+type Dialer = resp.Dialer
 
 // DialControlVia is DialControl through dial (nil: the host's own network),
 // for a server that only another network namespace can reach.
 func DialControlVia(ctx context.Context, w Workload, dial Dialer) (*Control, error) {
-	opt := valkey.ClientOption{
-		InitAddress:       []string{w.Addr()},
-		Username:          w.User,
-		Password:          w.Password,
-		DisableCache:      true,
-		ForceSingleClient: true,
-		AlwaysRESP2:       true, // older servers and proxies speak RESP2 only
-		Dialer:            net.Dialer{Timeout: 5 * time.Second},
-		ClientName:        "linerate-control",
-	}
-	if dial != nil {
-		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			return dial(ctx, "tcp", addr)
-		}
-	}
-	c, err := valkey.NewClient(opt)
+	c, err := resp.Dial(ctx, w.Addr(), resp.Options{Dial: dial, User: w.User, Password: w.Password})
 	if err != nil {
-		return nil, fmt.Errorf("connect control plane to %s: %w", w.Addr(), err)
+		return nil, fmt.Errorf("control plane: %w", err)
 	}
 	ctl := &Control{c: c}
-	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+	// The name shows the control connection in CLIENT LIST; a proxy may
+	// refuse the command, which is no fault.
+	var se *resp.ServerError
+	if _, err := c.Do(ctx, "CLIENT", "SETNAME", "linerate-control"); err != nil && !errors.As(err, &se) {
 		c.Close()
-		return nil, fmt.Errorf("PING %s: %w", w.Addr(), err)
+		return nil, err
+	}
+	if _, err := c.Text(ctx, "PING"); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return ctl, nil
 }
@@ -62,35 +53,21 @@ func (c *Control) Close() { c.c.Close() }
 
 // Info returns one INFO section as key/value pairs.
 func (c *Control) Info(ctx context.Context, section string) (map[string]string, error) {
-	s, err := c.c.Do(ctx, c.c.B().Info().Section(section).Build()).ToString()
+	s, err := c.c.Text(ctx, "INFO", section)
 	if err != nil {
-		return nil, fmt.Errorf("INFO %s: %w", section, err)
+		return nil, err
 	}
-	return ParseInfo(s), nil
+	return resp.ParseInfo(s), nil
 }
 
-// ParseInfo reads INFO text into key/value pairs.
-func ParseInfo(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// ConfigGet returns the values of the named parameters the server knows.
+// ConfigGet returns the values of the named parameters the server knows,
+// one parameter per call: multi-parameter CONFIG GET is Redis 7+ only.
 func (c *Control) ConfigGet(ctx context.Context, params ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, p := range params {
-		m, err := c.c.Do(ctx, c.c.B().ConfigGet().Parameter(p).Build()).AsStrMap()
+		m, err := c.c.Pairs(ctx, "CONFIG", "GET", p)
 		if err != nil {
-			return nil, fmt.Errorf("CONFIG GET %s: %w", p, err)
+			return nil, err
 		}
 		for k, v := range m {
 			out[k] = v
@@ -100,34 +77,28 @@ func (c *Control) ConfigGet(ctx context.Context, params ...string) (map[string]s
 }
 
 func (c *Control) DBSize(ctx context.Context) (int64, error) {
-	n, err := c.c.Do(ctx, c.c.B().Dbsize().Build()).AsInt64()
-	if err != nil {
-		return 0, fmt.Errorf("DBSIZE: %w", err)
-	}
-	return n, nil
+	return c.c.Integer(ctx, "DBSIZE")
 }
 
+// flushTimeout bounds FLUSHALL when the caller gives no deadline: freeing
+// tens of gigabytes takes a while on versions that free synchronously.
+const flushTimeout = 2 * time.Minute
+
 func (c *Control) FlushAll(ctx context.Context) error {
-	if err := c.c.Do(ctx, c.c.B().Flushall().Build()).Error(); err != nil {
-		return fmt.Errorf("FLUSHALL: %w", err)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, flushTimeout)
+		defer cancel()
 	}
-	return nil
+	_, err := c.c.Text(ctx, "FLUSHALL")
+	return err
 }
 
 // Set writes a whole value; tests use it to tamper with keys behind the
 // engine's back.
 func (c *Control) Set(ctx context.Context, key string, value []byte) error {
-	return c.c.Do(ctx, c.c.B().Set().Key(key).Value(valkey.BinaryString(value)).Build()).Error()
-}
-
-// Get reads a whole value; the control plane uses it for spot checks only.
-func (c *Control) Get(ctx context.Context, key string) ([]byte, error) {
-	return c.c.Do(ctx, c.c.B().Get().Key(key).Build()).AsBytes()
-}
-
-// Do runs an arbitrary command, for tests and diagnostics.
-func (c *Control) Do(ctx context.Context, args ...string) (string, error) {
-	return c.c.Do(ctx, c.c.B().Arbitrary(args...).Build()).ToString()
+	_, err := c.c.Text(ctx, "SET", key, string(value))
+	return err
 }
 
 // infoKeys are the INFO fields every record keeps.
@@ -161,10 +132,14 @@ func (c *Control) ServerInfo(ctx context.Context) (*ServerInfo, error) {
 	} else if n := si.Info["server_name"]; n == "valkey" || n == SinkName {
 		si.Name = n
 	}
+	var se *resp.ServerError
 	for _, k := range configKeys {
 		m, err := c.ConfigGet(ctx, k)
-		if err != nil {
+		if errors.As(err, &se) {
 			continue // a proxy or an old version may refuse one key
+		}
+		if err != nil {
+			return nil, err
 		}
 		for kk, v := range m {
 			si.Config[kk] = v
@@ -178,23 +153,10 @@ func authCommand(w Workload) []byte {
 	if w.Password == "" {
 		return nil
 	}
-	parts := []string{"AUTH"}
 	if w.User != "" {
-		parts = append(parts, w.User)
+		return resp.AppendCommand(nil, "AUTH", w.User, w.Password)
 	}
-	parts = append(parts, w.Password)
-	var b []byte
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(parts)), 10)
-	b = append(b, "\r\n"...)
-	for _, p := range parts {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(p)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, p...)
-		b = append(b, "\r\n"...)
-	}
-	return b
+	return resp.AppendCommand(nil, "AUTH", w.Password)
 }
 
 // authRaw authenticates a fresh data connection before it joins an epoll
@@ -204,7 +166,7 @@ func authRaw(fd int, cmd []byte) error {
 		return err
 	}
 	defer unix.SetNonblock(fd, true)
-	tv := unix.NsecToTimeval(int64(5 * time.Second))
+	tv := unix.NsecToTimeval(int64(authTimeout))
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	defer func() {
 		zero := unix.Timeval{}
@@ -217,22 +179,43 @@ func authRaw(fd int, cmd []byte) error {
 		}
 		off += n
 	}
-	line, err := bufio.NewReaderSize(fdReader(fd), 512).ReadString('\n')
+	// One reply line, bounded in length and in time: a peer that drips
+	// bytes or never ends the line is refused, not waited on.
+	r := bufio.NewReaderSize(&fdReader{fd: fd, deadline: time.Now().Add(authTimeout)}, resp.MaxLine+2)
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		err = resp.ErrLineTooLong
+	}
 	if err != nil {
 		return fmt.Errorf("read AUTH reply: %w", err)
 	}
-	if !strings.HasPrefix(line, "+OK") {
-		return fmt.Errorf("AUTH refused: %s", strings.TrimSpace(line))
+	h, err := resp.ParseHeader(line)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read AUTH reply: %w", err)
+	case h.Kind == resp.Error:
+		return fmt.Errorf("AUTH refused: %s", resp.Printable(h.Line))
+	case h.Kind != resp.Simple || string(h.Line) != "OK":
+		return fmt.Errorf("read AUTH reply: %w %c", resp.ErrUnexpectedType, h.Kind)
 	}
 	return nil
 }
 
-// fdReader reads one byte at a time so nothing past the AUTH reply is
-// taken off the socket.
-type fdReader int
+// authTimeout bounds the whole AUTH exchange of a data connection.
+const authTimeout = 5 * time.Second
 
-func (f fdReader) Read(p []byte) (int, error) {
-	n, err := unix.Read(int(f), p[:1])
+// fdReader reads one byte at a time so nothing past the AUTH reply is
+// taken off the socket, and gives up at its deadline.
+type fdReader struct {
+	fd       int
+	deadline time.Time
+}
+
+func (f *fdReader) Read(p []byte) (int, error) {
+	if time.Now().After(f.deadline) {
+		return 0, fmt.Errorf("no whole reply within %s", authTimeout)
+	}
+	n, err := unix.Read(f.fd, p[:1])
 	if n == 0 && err == nil {
 		return 0, fmt.Errorf("connection closed")
 	}

@@ -12,6 +12,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab/resp"
 )
 
 // The raw engine: each worker is one OS thread, optionally pinned, running
@@ -527,7 +529,7 @@ func (c *rconn) readMore() (int, error) {
 		c.rlo, c.rhi = 0, 0
 	} else if c.rhi == len(c.rbuf) {
 		if c.rlo == 0 {
-			return 0, errLineTooLong
+			return 0, resp.ErrLineTooLong
 		}
 		c.rhi = copy(c.rbuf, c.rbuf[c.rlo:c.rhi])
 		c.rlo = 0
@@ -562,7 +564,7 @@ func (c *rconn) gotBytes(n int) {
 func (c *rconn) process() error {
 	for c.rlo < c.rhi {
 		if c.qLen == 0 {
-			return fmt.Errorf("%w: %d bytes with no request in flight", errBadReply, c.rhi-c.rlo)
+			return fmt.Errorf("%w: %d bytes with no request in flight", resp.ErrMalformed, c.rhi-c.rlo)
 		}
 		head := &c.q[c.qHead]
 		if head.firstAt == 0 {
@@ -570,14 +572,14 @@ func (c *rconn) process() error {
 		}
 		switch c.st {
 		case stHeader:
-			h, err := parseReplyHeader(c.rbuf[c.rlo:c.rhi])
-			if err == errNeedMore {
+			h, err := resp.ParseHeader(c.rbuf[c.rlo:c.rhi])
+			if err == resp.ErrNeedMore {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			c.rlo += h.used
+			c.rlo += h.Used
 			if err := c.onHeader(head, h); err != nil {
 				return err
 			}
@@ -597,28 +599,28 @@ func (c *rconn) process() error {
 
 // onHeader handles a reply line: simple replies complete here, bulk
 // replies switch to the payload state.
-func (c *rconn) onHeader(head *req, h replyHeader) error {
+func (c *rconn) onHeader(head *req, h resp.Header) error {
 	prefilled := c.wk.w.Prefill
 	switch {
-	case h.kind == replyError:
+	case h.Kind == resp.Error:
 		c.complete(eServer, false)
-	case head.op == opSet && h.kind == replySimple:
+	case head.op == opSet && h.Kind == resp.Simple:
 		c.complete(ok, false)
-	case h.kind == replyBulk && h.n > int64(MaxValueSize):
-		return fmt.Errorf("%w: bulk length %d is beyond any value this client writes", errBadReply, h.n)
-	case head.op == opGet && h.kind == replyBulk && h.n >= 0:
-		c.st, c.valLen, c.pos, c.failKind = stPayload, h.n, 0, ok
-		if h.n != c.wk.layout.Size {
+	case h.Kind == resp.Bulk && h.N > int64(MaxValueSize):
+		return fmt.Errorf("%w: bulk length %d is beyond any value this client writes", resp.ErrMalformed, h.N)
+	case head.op == opGet && h.Kind == resp.Bulk && h.N >= 0:
+		c.st, c.valLen, c.pos, c.failKind = stPayload, h.N, 0, ok
+		if h.N != c.wk.layout.Size {
 			c.failKind = eWrongLength
 		}
-	case head.op == opGet && (h.kind == replyBulk || h.kind == replyNull):
+	case head.op == opGet && (h.Kind == resp.Bulk || h.Kind == resp.Null):
 		if prefilled {
 			c.complete(eNilPrefill, false)
 		} else {
 			c.complete(ok, true)
 		}
 	default:
-		return fmt.Errorf("%w: %c reply to %s", errUnexpectedTyp, h.kind, opNames[head.op])
+		return fmt.Errorf("%w: %c reply to %s", resp.ErrUnexpectedType, h.Kind, opNames[head.op])
 	}
 	return nil
 }
@@ -654,7 +656,7 @@ func (c *rconn) finishBulk(head *req) {
 	if crlf[0] != '\r' || crlf[1] != '\n' {
 		// The framing itself is off; the connection cannot be trusted.
 		c.complete(eProtocol, false)
-		c.fail(fmt.Errorf("%w: bulk reply not closed by CRLF", errBadReply))
+		c.fail(fmt.Errorf("%w: bulk reply not closed by CRLF", resp.ErrMalformed))
 		return
 	}
 	if kind == ok && c.wk.w.Verify != VerifyNone && n >= MinVerifiableSize {
@@ -745,7 +747,7 @@ func (c *rconn) failAll(kind errIdx, t int64) {
 // fail handles a broken connection: its requests fail, and it reconnects.
 func (c *rconn) fail(err error) {
 	kind := eConn
-	if errors.Is(err, errBadReply) || errors.Is(err, errUnexpectedTyp) || errors.Is(err, errLineTooLong) {
+	if errors.Is(err, resp.ErrMalformed) || errors.Is(err, resp.ErrUnexpectedType) || errors.Is(err, resp.ErrLineTooLong) {
 		kind = eProtocol
 	}
 	c.failAll(kind, c.wk.now())

@@ -1,109 +1,59 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/lab/labtest"
 )
 
-// A scripted peer over real loopback TCP: it reads GET/SET requests and
-// answers GETs with whatever bytes the script returns, written in chunks
-// so headers and payloads arrive split at awkward places.
+// The engine's scripted peer is labtest's, over real loopback TCP: it
+// reads GET/SET requests and answers GETs with whatever bytes the script
+// returns, written in chunks so headers and payloads arrive split at
+// awkward places.
 
 type script func(n int, key uint32, l *ValueLayout) []byte
 
 type fakePeer struct {
-	l      net.Listener
+	*labtest.Peer
 	layout *ValueLayout
-	reply  script
-	chunk  int // write replies in chunks of this many bytes (0: whole)
-	mu     sync.Mutex
-	gets   int
-	wg     sync.WaitGroup
 }
 
 func startPeer(t *testing.T, layout *ValueLayout, chunk int, reply script) *fakePeer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &fakePeer{l: l, layout: layout, reply: reply, chunk: chunk}
-	go p.accept()
-	t.Cleanup(func() { l.Close(); p.wg.Wait() })
-	return p
-}
-
-func (p *fakePeer) accept() {
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); defer c.Close(); p.serve(c) }()
-	}
-}
-
-func (p *fakePeer) serve(c net.Conn) {
-	r := bufio.NewReader(c)
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	for {
-		args, err := readCommand(r)
-		if err != nil {
-			return
-		}
+	var mu sync.Mutex
+	gets := 0
+	p := labtest.StartPeer(t, func(_ int, args [][]byte, w io.Writer) error {
 		var out []byte
 		switch string(args[0]) {
 		case "SET":
 			out = []byte("+OK\r\n")
 		case "GET":
 			id, _ := ParseKeyID(args[1])
-			p.mu.Lock()
-			n := p.gets
-			p.gets++
-			p.mu.Unlock()
-			out = p.reply(n, id, p.layout)
+			mu.Lock()
+			n := gets
+			gets++
+			mu.Unlock()
+			out = reply(n, id, layout)
 		}
 		for len(out) > 0 {
 			k := len(out)
-			if p.chunk > 0 {
-				k = min(k, p.chunk+len(out)%3) // vary the cut points
+			if chunk > 0 {
+				k = min(k, chunk+len(out)%3) // vary the cut points
 			}
-			if _, err := c.Write(out[:k]); err != nil {
-				return
+			if _, err := w.Write(out[:k]); err != nil {
+				return err
 			}
 			out = out[k:]
 		}
-	}
-}
-
-func readCommand(r *bufio.Reader) ([][]byte, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	n, _ := strconv.Atoi(line[1 : len(line)-2])
-	args := make([][]byte, n)
-	for i := range args {
-		h, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		l, _ := strconv.Atoi(h[1 : len(h)-2])
-		b := make([]byte, l+2)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, err
-		}
-		args[i] = b[:l]
-	}
-	return args, nil
+		return nil
+	})
+	return &fakePeer{Peer: p, layout: layout}
 }
 
 func goodValue(key uint32, l *ValueLayout) []byte {
@@ -114,7 +64,7 @@ func goodValue(key uint32, l *ValueLayout) []byte {
 // runAgainst drives the raw engine (no control plane) at the peer.
 func runAgainst(t *testing.T, p *fakePeer, w Workload) *Result {
 	t.Helper()
-	w.Host, w.Port = "127.0.0.1", p.l.Addr().(*net.TCPAddr).Port
+	w.Host, w.Port = "127.0.0.1", p.Port
 	w.Connections, w.Threads, w.Keyspace = 1, 1, 8
 	w.ValueSz = Size(p.layout.Size)
 	w.Seed = p.layout.Seed
@@ -227,7 +177,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 		return goodValue(k, l)
 	})
 	w := Workload{}
-	w.Host, w.Port = "127.0.0.1", p.l.Addr().(*net.TCPAddr).Port
+	w.Host, w.Port = "127.0.0.1", p.Port
 	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, 4096, 3
 	w.Duration, w.RequestTimeout = Duration(3*time.Second), Duration(time.Second)
 	w = w.Resolve()
@@ -266,5 +216,41 @@ func TestFewRequestsAreNoted(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no coarse-figure note in %q", res.Notes)
+	}
+}
+
+// A data connection's AUTH reply is read within bounds too: a peer that
+// answers it with nonsense fails the connection with a reason, at once.
+func TestDataConnAuthReplies(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply func(w io.Writer) error
+		want  string
+	}{
+		{"accepted", func(w io.Writer) error { _, err := io.WriteString(w, "+OK\r\n"); return err }, ""},
+		{"refused", func(w io.Writer) error { _, err := io.WriteString(w, "-WRONGPASS invalid\r\n"); return err }, "AUTH refused: WRONGPASS invalid"},
+		{"line that never ends", func(w io.Writer) error { return labtest.Endless(w, "+", 'x', 1<<30) }, "line longer than"},
+		{"negative bulk length", func(w io.Writer) error { _, err := io.WriteString(w, "$-5\r\n"); return err }, "malformed reply"},
+		{"bulk instead of OK", func(w io.Writer) error { _, err := io.WriteString(w, "$2\r\nOK\r\n"); return err }, "unexpected type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := labtest.StartPeer(t, func(_ int, args [][]byte, w io.Writer) error {
+				if string(args[0]) == "AUTH" {
+					return tc.reply(w)
+				}
+				return nil
+			})
+			w := Workload{Host: "127.0.0.1", Port: p.Port, Password: "pw", Connections: 1, Threads: 1, Keyspace: 8, ValueSz: 4096}.Resolve()
+			e, err := newEngine(w)
+			if e != nil {
+				e.shutdown()
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("good AUTH reply refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p.Addr)):
+				t.Fatalf("got %v, want %q naming %s", err, tc.want, p.Addr)
+			}
+		})
 	}
 }

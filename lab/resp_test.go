@@ -1,47 +1,10 @@
 package lab
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
-
-func TestParseReplyHeader(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		kind replyKind
-		n    int64
-		used int
-		err  error
-	}{
-		{"$8388608\r\nxyz", replyBulk, 8388608, 10, nil},
-		{"$-1\r\n", replyBulk, -1, 5, nil},
-		{"_\r\n", replyNull, -1, 3, nil},
-		{"+OK\r\n", replySimple, 0, 5, nil},
-		{"-ERR wrong\r\n", replyError, 0, 12, nil},
-		{":12\r\n", replyInt, 12, 5, nil},
-		{"$83886", 0, 0, 0, errNeedMore},     // split header
-		{"$8388608\r", 0, 0, 0, errNeedMore}, // split between CR and LF
-		{"", 0, 0, 0, errNeedMore},
-		{"$12a\r\n", 0, 0, 0, errBadReply},
-		{"$-2\r\n", 0, 0, 0, errBadReply},
-		{"$99999999999999999999\r\n", 0, 0, 0, errBadReply}, // would overflow
-		{"$5\n", 0, 0, 0, errBadReply},                      // LF without CR
-		{"*2\r\n", 0, 0, 0, errUnexpectedTyp},
-		{"-" + strings.Repeat("x", maxReplyLine), 0, 0, 0, errLineTooLong},
-	} {
-		h, err := parseReplyHeader([]byte(tc.in))
-		if !errors.Is(err, tc.err) {
-			t.Errorf("%q: err %v, want %v", tc.in, err, tc.err)
-			continue
-		}
-		if err == nil && (h.kind != tc.kind || h.n != tc.n || h.used != tc.used) {
-			t.Errorf("%q: got %c n=%d used=%d", tc.in, h.kind, h.n, h.used)
-		}
-	}
-}
 
 func TestRequestEncoding(t *testing.T) {
 	if got := string(appendGet(nil, 7, 8)); got != "*2\r\n$3\r\nGET\r\n$8\r\nkey:0007\r\n" {

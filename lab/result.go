@@ -1,6 +1,11 @@
 package lab
 
-import "time"
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
 
 // SchemaVersion names the layout of Result; docs/result-schema.md describes it.
 // Bump it on any change a reader must know about. v2 added durations in
@@ -42,6 +47,29 @@ type Result struct {
 	Client    ClientUsage `json:"client"`
 	Stop      Stop        `json:"stop"`
 	Notes     []string    `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
+}
+
+// CheckNulls refuses a record read from disk that holds JSON null where
+// a figure belongs (an op's or a phase's entry), naming each: records on
+// disk are untrusted input, and every reader ranges over these maps. A
+// record linerate wrote never has one.
+func (r *Result) CheckNulls() error {
+	var null []string
+	for op, o := range r.Ops {
+		if o == nil {
+			null = append(null, "ops."+string(op))
+		}
+	}
+	for ph, p := range r.Phases {
+		if p == nil {
+			null = append(null, "phases."+string(ph))
+		}
+	}
+	if len(null) == 0 {
+		return nil
+	}
+	sort.Strings(null)
+	return fmt.Errorf("%s: null where a figure belongs", strings.Join(null, ", "))
 }
 
 // EngineInfo says which engine measured and how it consumed payloads.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab/resp"
 )
 
 // Sink is a RESP target that costs as little as a server can: GET answers
@@ -117,7 +119,7 @@ func (sc *sinkConn) serveOne() error {
 	if len(line) == 0 || line[0] != '*' {
 		return sc.simple("-ERR sink speaks RESP arrays only")
 	}
-	n, ok := parseInt(line[1:])
+	n, ok := resp.ParseInt(line[1:])
 	if !ok || n < 1 || n > 64 {
 		return fmt.Errorf("sink: bad array header %q", line)
 	}
@@ -131,11 +133,14 @@ func (sc *sinkConn) serveOne() error {
 		if len(h) == 0 || h[0] != '$' {
 			return fmt.Errorf("sink: bad bulk header %q", h)
 		}
-		l, ok := parseInt(h[1:])
+		l, ok := resp.ParseInt(h[1:])
 		if !ok || l < 0 {
 			return fmt.Errorf("sink: bad bulk length %q", h)
 		}
 		if i == 2 && len(sc.args) == 2 && strings.EqualFold(string(sc.args[0]), "SET") {
+			if l > int64(MaxValueSize) {
+				return fmt.Errorf("sink: a %d-byte value, larger than any linerate writes", l)
+			}
 			if err := sc.drop(l + 2); err != nil {
 				return err
 			}

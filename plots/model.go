@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -168,15 +167,12 @@ func readSoaks(dir string, problems []string) ([]*sweeps.SoakRecord, []string) {
 			problems = append(problems, fmt.Sprintf("%s/%s: %v", sweeps.SoakDir, n, err))
 			continue
 		}
-		var r sweeps.SoakRecord
-		if err := json.Unmarshal(b, &r); err != nil || r.CellID == "" {
-			if err == nil {
-				err = errors.New("no cell_id")
-			}
+		r, err := sweeps.DecodeSoak(b)
+		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s/%s: %v", sweeps.SoakDir, n, err))
 			continue
 		}
-		out = append(out, &r)
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].CellID != out[j].CellID {
@@ -349,23 +345,9 @@ func opRank(op string) int {
 	return 2
 }
 
-// gbpsOf and p99Of read a cell's figures as sweeps.Compare does: Gbps
-// summed over the cell's ops, p99 the worst op's, in milliseconds.
-func gbpsOf(r *lab.Result) float64 {
-	var v float64
-	for _, o := range r.Ops {
-		v += o.Gbps
-	}
-	return v
-}
-
-func p99Of(r *lab.Result) float64 {
-	var v float64
-	for _, o := range r.Ops {
-		v = math.Max(v, o.Latency.P99/1000)
-	}
-	return v
-}
+// gbpsOf and p99Of are the figures compare uses.
+func gbpsOf(r *lab.Result) float64 { return sweeps.Figure(r, sweeps.MetricGbps) }
+func p99Of(r *lab.Result) float64  { return sweeps.Figure(r, sweeps.MetricP99) }
 
 // naturalLess orders strings with digit runs compared as numbers, so
 // valkey-9.1.0 sorts after valkey-8.1.8 and 10.0 after 9.1.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps/stats"
 )
 
@@ -172,18 +173,19 @@ func side(label string, recs []*CellRecord, metric string) Side {
 		case r.ClientLimited:
 			s.ClientLimited++
 		default:
-			s.Values = append(s.Values, metricOf(r, metric))
+			s.Values = append(s.Values, Figure(r.Result, metric))
 		}
 	}
 	s.Stats = stats.Describe(s.Values)
 	return s
 }
 
-// metricOf reads a cell's figure: Gbps and ops summed over the cell's ops,
-// p99 the worst op's, in milliseconds.
-func metricOf(r *CellRecord, metric string) float64 {
+// Figure reads a result's figure as compare and the charts use it: Gbps
+// and ops summed over the result's ops, p99 the worst op's, in
+// milliseconds.
+func Figure(res *lab.Result, metric string) float64 {
 	var v float64
-	for _, o := range r.Result.Ops {
+	for _, o := range res.Ops {
 		switch metric {
 		case MetricGbps:
 			v += o.Gbps

@@ -123,3 +123,46 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s--- want\n%s", name, got, want)
 	}
 }
+
+// A stored record is untrusted: null where a figure belongs must not
+// panic compare; the cell is named as unreadable and left out.
+func TestCompareNullFigures(t *testing.T) {
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"null op", `"GET": {`, `"GET": null, "x": {`, "ops.GET"},
+		{"null phase", `"phases": null`, `"phases": {"measure": null}`, "phases.measure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRun(t, dir, map[string]map[string][]float64{
+				"valkey-8.1.8": {"GET/8MiB": {33, 32, 34}},
+				"valkey-9.1.0": {"GET/8MiB": {200, 201, 199}},
+			}, nil)
+			p := filepath.Join(dir, CellsDir, "valkey-9.1.0_GET_8MiB_r2.json")
+			b, err := os.ReadFile(p)
+			if err != nil || !bytes.Contains(b, []byte(tc.from)) {
+				t.Fatalf("record lacks %q: %v", tc.from, err)
+			}
+			if err := os.WriteFile(p, bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run, err := ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Compare([]*Run{run}, CompareOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := WriteComparison(&out, c); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Rows) != 1 || c.Rows[0].B.Stats.N != 2 {
+				t.Errorf("rows %+v: the damaged repetition should be left out", c.Rows)
+			}
+			if !strings.Contains(out.String(), "valkey-9.1.0_GET_8MiB_r2.json: result "+tc.want) {
+				t.Errorf("the damaged record is not named:\n%s", out.String())
+			}
+		})
+	}
+}

@@ -111,3 +111,35 @@ func parseCPUInfo(b []byte) (string, int) {
 	}
 	return model, n
 }
+
+// mergeEarlier folds an earlier session's record into e: servers keep
+// their earlier order, a version started again in e has e's facts, and
+// one e did not start keeps the earlier facts.
+func (e *Environment) mergeEarlier(old *Environment) {
+	if !old.Created.IsZero() && (e.Created.IsZero() || old.Created.Before(e.Created)) {
+		e.Created = old.Created
+	}
+	now := map[string]ServerFacts{}
+	for _, f := range e.Servers {
+		now[f.Segment] = f
+	}
+	merged := make([]ServerFacts, 0, len(old.Servers)+len(e.Servers))
+	seen := map[string]bool{}
+	for _, f := range old.Servers {
+		if seen[f.Segment] {
+			continue
+		}
+		seen[f.Segment] = true
+		if cur, ok := now[f.Segment]; ok {
+			f = cur
+		}
+		merged = append(merged, f)
+	}
+	for _, f := range e.Servers {
+		if !seen[f.Segment] {
+			seen[f.Segment] = true
+			merged = append(merged, f)
+		}
+	}
+	e.Servers = merged
+}

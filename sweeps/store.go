@@ -264,11 +264,22 @@ func (s *Store) WriteSpec(p *Plan) error {
 	return writeJSON(filepath.Join(s.Dir, PlanFile), p)
 }
 
-// WriteEnv stores the environment record.
+// WriteEnv stores the environment record, merged into the one on disk
+// (e is updated to the merge): a resumed run starts only the versions it
+// still has to run, and the server facts of the others, recorded in
+// earlier sessions, must stay. e's hosts, tuning and build are the
+// current ones; the record was created when the first session made it.
 func (s *Store) WriteEnv(e *Environment) error {
+	p := filepath.Join(s.Dir, EnvFile)
+	if b, err := os.ReadFile(p); err == nil {
+		var old Environment
+		if json.Unmarshal(b, &old) == nil {
+			e.mergeEarlier(&old)
+		}
+	}
 	e.Schema = EnvSchema
 	e.Updated = time.Now().UTC()
-	return writeJSON(filepath.Join(s.Dir, EnvFile), e)
+	return writeJSON(p, e)
 }
 
 // WriteCell stores one cell's record, replacing an earlier attempt.
@@ -361,17 +372,45 @@ func ReadRun(dir string) (*Run, error) {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: %v", CellsDir, name, err))
 			continue
 		}
-		var c CellRecord
-		if err := json.Unmarshal(b, &c); err != nil || c.CellID == "" {
-			if err == nil {
-				err = errors.New("no cell_id")
-			}
+		c, err := decodeCell(b)
+		if err != nil {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: %v", CellsDir, name, err))
 			continue
 		}
-		r.Cells[c.CellID] = &c
+		r.Cells[c.CellID] = c
 	}
 	return r, nil
+}
+
+// decodeCell reads one stored cell record. A record is untrusted input:
+// one without an ID, or with null where a figure belongs, is unreadable.
+func decodeCell(b []byte) (*CellRecord, error) {
+	var c CellRecord
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, checkStored(c.CellID, c.Result)
+}
+
+// DecodeSoak reads one stored soak record with the checks of a cell's.
+func DecodeSoak(b []byte) (*SoakRecord, error) {
+	var s SoakRecord
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return &s, checkStored(s.CellID, s.Result)
+}
+
+func checkStored(cellID string, res *lab.Result) error {
+	if cellID == "" {
+		return errors.New("no cell_id")
+	}
+	if res != nil {
+		if err := res.CheckNulls(); err != nil {
+			return fmt.Errorf("result %w", err)
+		}
+	}
+	return nil
 }
 
 // Sorted returns the cells in plan order.

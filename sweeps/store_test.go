@@ -269,3 +269,52 @@ func TestRunCurrent(t *testing.T) {
 		t.Errorf("spec hash %v", run.Env)
 	}
 }
+
+// env.json is merged across resumes: a session that starts only some of
+// the versions keeps the server facts of the others, recorded earlier.
+func TestEnvMergedAcrossResumes(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t, runSpec)
+	session := func(version string, redo bool) *Environment {
+		t.Helper()
+		r, _, _, _ := newRunner(t, dir, p, nil)
+		r.Only = func(c Cell) bool { return strings.HasPrefix(c.ID, version+"/") }
+		r.Redo = redo
+		if _, err := r.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r.Store.Close()
+		run, err := ReadRun(dir)
+		if err != nil || run.Env == nil {
+			t.Fatalf("env.json: %v %v", err, run.Problems)
+		}
+		return run.Env
+	}
+	servers := func(e *Environment) map[string]ServerFacts {
+		m := map[string]ServerFacts{}
+		for _, s := range e.Servers {
+			m[s.Segment] = s
+		}
+		return m
+	}
+	first := session("A", false)
+	if s := servers(first); len(s) != 1 || s["A"].Info["valkey_version"] != "A" {
+		t.Fatalf("after the first session: %+v", first.Servers)
+	}
+	second := session("B", false)
+	s2 := servers(second)
+	if len(s2) != 2 || s2["A"].Info["valkey_version"] != "A" || s2["B"].Info["valkey_version"] != "B" {
+		t.Fatalf("resumed with --only B: servers %+v, want A's facts kept beside B's", second.Servers)
+	}
+	if !second.Created.Equal(first.Created) || !second.Updated.After(first.Updated) {
+		t.Errorf("created %v → %v, updated %v → %v", first.Created, second.Created, first.Updated, second.Updated)
+	}
+	third := session("A", true)
+	s3 := servers(third)
+	if len(s3) != 2 || !s3["A"].Started.After(s2["A"].Started) || !s3["B"].Started.Equal(s2["B"].Started) {
+		t.Errorf("A restarted: servers %+v, want A's facts renewed and B's kept", third.Servers)
+	}
+	if third.Servers[0].Segment != "A" {
+		t.Errorf("order changed: %+v", third.Servers)
+	}
+}

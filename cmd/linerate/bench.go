@@ -149,6 +149,9 @@ func readResult(path string) (*lab.Result, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a bench record: %w", path, err)
 	}
+	if err := r.CheckNulls(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &r, nil
 }
 

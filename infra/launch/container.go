@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/lab/resp"
 )
 
 // Container starts an official server image on a host through the host's
@@ -297,12 +298,12 @@ func (s *containerServer) capture(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("capture INFO server from %s: %w", s.name, err)
 	}
-	s.facts.InfoServer = ParseInfo(string(info))
+	s.facts.InfoServer = resp.ParseInfo(string(info))
 	mem, err := s.c.Host.Run(ctx, s.cliArgv("INFO", "memory")...)
 	if err != nil {
 		return fmt.Errorf("capture INFO memory from %s: %w", s.name, err)
 	}
-	s.facts.InfoMemory = ParseInfo(string(mem))
+	s.facts.InfoMemory = resp.ParseInfo(string(mem))
 	s.facts.Config = map[string]string{}
 	for _, k := range infra.ConfigKeys {
 		out, err := s.c.Host.Run(ctx, s.cliArgv("CONFIG", "GET", k)...)

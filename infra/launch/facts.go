@@ -5,7 +5,6 @@
 package launch
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,22 +14,6 @@ import (
 
 	"github.com/linerate/linerate/infra"
 )
-
-// ParseInfo turns an INFO reply ("# Server\r\nkey:value\r\n…") into a map.
-func ParseInfo(s string) map[string]string {
-	m := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
 
 // ReportedVersion is the version a server reports in INFO server: Valkey
 // keeps redis_version at 7.2.4 for clients and adds valkey_version.

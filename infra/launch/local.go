@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,11 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/valkey-io/valkey-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/debpkg"
+	"github.com/linerate/linerate/lab/resp"
 )
 
 // Errors a caller can tell apart.
@@ -283,32 +282,23 @@ func (s *localServer) wait() {
 	close(s.done)
 }
 
-func (s *localServer) client(timeout time.Duration) (valkey.Client, error) {
-	opt := valkey.ClientOption{
-		InitAddress:       []string{s.facts.Addr},
-		DisableCache:      true,
-		AlwaysRESP2:       true, // KeyDB, Garnet and old Redis speak it too
-		ForceSingleClient: true,
-		DisableRetry:      true,
-		ClientSetInfo:     valkey.DisableClientSetInfo,
-		Password:          s.settings.RequirePass,
-		Dialer:            net.Dialer{Timeout: timeout},
-		ConnWriteTimeout:  10 * time.Second,
-	}
+// dial opens a control connection to the server. Its replies are read
+// within bounds (lab/resp): a server that answers with nonsense is an
+// error naming it, never a crash or a huge allocation here.
+func (s *localServer) dial(ctx context.Context, timeout time.Duration) (*resp.Conn, error) {
+	opt := resp.Options{DialTimeout: timeout, Password: s.settings.RequirePass}
 	if s.net != nil && s.net.Dial != nil {
-		dial := s.net.Dial
-		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			return dial(ctx, "tcp", addr)
-		}
+		opt.Dial = s.net.Dial
 	}
 	if s.settings.User != nil {
-		opt.Username, opt.Password = s.settings.User.Name, s.settings.User.Password
+		opt.User, opt.Password = s.settings.User.Name, s.settings.User.Password
 	}
-	return valkey.NewClient(opt)
+	return resp.Dial(ctx, s.facts.Addr, opt)
 }
 
 // ready polls PING until the server answers, it exits, or the start
-// timeout passes.
+// timeout passes. Something that answers PING with a malformed reply is
+// not a server starting up: that ends the wait at once.
 func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error {
 	timeout := set.StartTimeout
 	if timeout <= 0 {
@@ -323,15 +313,12 @@ func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error
 			return fmt.Errorf("start %s: %w (%s); log tail:\n%s", s.facts.Argv[0], ErrExitedEarly, s.exit, tail(s.logPath, 20))
 		default:
 		}
-		c, err := s.client(time.Second)
-		if err == nil {
-			err = c.Do(ctx, c.B().Ping().Build()).Error()
-			c.Close()
-			if err == nil {
-				return nil
-			}
+		if last = s.ping(ctx); last == nil {
+			return nil
 		}
-		last = err
+		if errors.Is(last, resp.ErrMalformed) {
+			return fmt.Errorf("start %s: %w", s.facts.Argv[0], last)
+		}
 		select {
 		case <-s.done:
 			continue // reported at the top of the loop
@@ -342,33 +329,54 @@ func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error
 	}
 }
 
+// ping is one readiness probe, bounded on its own so a server that
+// accepts but does not answer yet is asked again.
+func (s *localServer) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := s.dial(ctx, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Text(ctx, "PING")
+	return err
+}
+
 // capture records INFO server, INFO memory, the effective configuration
 // and every thread's CPU list.
 func (s *localServer) capture(ctx context.Context) error {
-	c, err := s.client(5 * time.Second)
+	c, err := s.dial(ctx, 5*time.Second)
 	if err != nil {
-		return fmt.Errorf("capture facts from %s: %w", s.facts.Addr, err)
+		return fmt.Errorf("capture facts: %w", err)
 	}
 	defer c.Close()
-	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+	info, err := c.Text(ctx, "INFO", "server")
 	if err != nil {
-		return fmt.Errorf("capture INFO server from %s: %w", s.facts.Addr, err)
+		return fmt.Errorf("capture facts: %w", err)
 	}
-	s.facts.InfoServer = ParseInfo(info)
-	mem, err := c.Do(ctx, c.B().Info().Section("memory").Build()).ToString()
+	s.facts.InfoServer = resp.ParseInfo(info)
+	mem, err := c.Text(ctx, "INFO", "memory")
 	if err != nil {
-		return fmt.Errorf("capture INFO memory from %s: %w", s.facts.Addr, err)
+		return fmt.Errorf("capture facts: %w", err)
 	}
-	s.facts.InfoMemory = ParseInfo(mem)
+	s.facts.InfoMemory = resp.ParseInfo(mem)
 	s.facts.Config = map[string]string{}
+	var se *resp.ServerError
 	for _, k := range infra.ConfigKeys {
 		// One key per call: multi-key CONFIG GET is Redis 7+ only.
-		arr, err := c.Do(ctx, c.B().ConfigGet().Parameter(k).Build()).ToArray()
-		if err != nil || len(arr) < 2 {
-			continue // the version lacks the setting
+		m, err := c.Pairs(ctx, "CONFIG", "GET", k)
+		if errors.As(err, &se) {
+			continue // the version refuses the setting
 		}
-		v, _ := arr[1].ToString()
-		s.facts.Config[k] = v
+		if err != nil {
+			return fmt.Errorf("capture facts: %w", err)
+		}
+		for name, v := range m { // none when the version lacks the setting
+			if name == k || len(m) == 1 {
+				s.facts.Config[k] = v
+			}
+		}
 	}
 	threads, err := ThreadAffinity(s.procRoot, s.facts.PID)
 	if err != nil {
@@ -392,12 +400,12 @@ func (s *localServer) Stop(ctx context.Context) error {
 	if step <= 0 {
 		step = 5 * time.Second
 	}
-	if c, err := s.client(time.Second); err == nil {
-		sctx, cancel := context.WithTimeout(ctx, step)
-		_ = c.Do(sctx, c.B().Shutdown().Nosave().Build()).Error() // the connection closing is the answer
-		cancel()
+	sctx, cancel := context.WithTimeout(ctx, step)
+	if c, err := s.dial(sctx, time.Second); err == nil {
+		_, _ = c.Do(sctx, "SHUTDOWN", "NOSAVE") // the connection closing is the answer
 		c.Close()
 	}
+	cancel()
 	if s.waitDone(ctx, step) {
 		return nil
 	}

@@ -4,9 +4,8 @@
 package labtest
 
 import (
-	"bufio"
+	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -18,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/resp"
 )
 
 // Need fails the test when a tool is missing in CI, and skips it with the
@@ -169,27 +168,22 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// Info reads an INFO section (stats, commandstats) over a plain socket, so
-// tests can check the client's counts against the server's own.
+// Info reads an INFO section (stats, commandstats) on a connection of its
+// own, so tests can check the client's counts against the server's own.
 func Info(t testing.TB, addr, section string) map[string]string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := resp.Dial(ctx, addr, resp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "INFO %s\r\n", section)
-	r := bufio.NewReader(c)
-	h, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(h, "$") {
-		t.Fatalf("INFO %s: %q %v", section, h, err)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(h[1:]))
-	buf := make([]byte, n+2)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	s, err := c.Text(ctx, "INFO", section)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return lab.ParseInfo(string(buf))
+	return resp.ParseInfo(s)
 }
 
 var distOnce struct {

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -291,11 +290,9 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err := a.lockState(ctx); err != nil {
 			return fail(err)
 		}
-		if err := a.revertLeftover(ctx); err != nil {
-			return fail(err)
-		}
-		t := &Tuner{Host: tuning.NewLiveHost(a.root()), Profile: p}
-		snap, err := t.Apply(ctx, a.saveSnapshot)
+		t := &Tuner{Host: tuning.NewLiveHost(a.root()), Profile: p,
+			Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "linerate agent: "+format+"\n", args...) }}
+		snap, err := t.Apply(ctx, a.StateDir)
 		if err != nil {
 			return fail(err)
 		}
@@ -319,19 +316,6 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 	return fail(fmt.Errorf("agent: unknown op %q", req.Op))
 }
 
-// SnapshotFile is where the agent keeps the tuning snapshot on its host.
-const SnapshotFile = "tuning-snapshot.json"
-
-func (a *Agent) saveSnapshot(b json.RawMessage) error {
-	if a.StateDir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(a.StateDir, 0o755); err != nil {
-		return err
-	}
-	return sweeps.WriteFileAtomic(filepath.Join(a.StateDir, SnapshotFile), b)
-}
-
 func (a *Agent) revert(ctx context.Context) error {
 	if a.tuner == nil {
 		return nil
@@ -340,9 +324,6 @@ func (a *Agent) revert(ctx context.Context) error {
 		return err
 	}
 	a.tuner = nil
-	if a.StateDir != "" {
-		os.Remove(filepath.Join(a.StateDir, SnapshotFile))
-	}
 	return nil
 }
 
@@ -397,55 +378,6 @@ func (a *Agent) lockState(ctx context.Context) error {
 	}
 	a.lock = f
 	return nil
-}
-
-// bootTime is when this host last booted (/proc/stat btime).
-func (a *Agent) bootTime() (time.Time, bool) {
-	b, err := os.ReadFile(filepath.Join(a.root(), "proc", "stat"))
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return time.Unix(n, 0), true
-			}
-		}
-	}
-	return time.Time{}, false
-}
-
-// revertLeftover restores a snapshot an earlier agent left (it was killed
-// before it could revert, or its connection is half open and it has not
-// noticed yet): a new snapshot taken over tuned values would make the
-// tuned values the ones a revert restores.
-func (a *Agent) revertLeftover(ctx context.Context) error {
-	if a.StateDir == "" {
-		return nil
-	}
-	path := filepath.Join(a.StateDir, SnapshotFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("leftover tuning snapshot: %w", err)
-	}
-	var snap tuning.Snapshot
-	if err := json.Unmarshal(b, &snap); err != nil {
-		return fmt.Errorf("leftover tuning snapshot %s: %w (revert by hand: linerate tune revert --snapshot %s, then delete it)", path, err, path)
-	}
-	if boot, ok := a.bootTime(); ok && snap.Taken.Before(boot) {
-		// A reboot since reset what it changed (and may have renumbered
-		// the IRQs): restoring it now would undo the operator's settings.
-		fmt.Fprintf(os.Stderr, "linerate agent: %s predates the last boot; dropped, not reverted\n", path)
-		return os.Remove(path)
-	}
-	if err := tuning.Revert(ctx, tuning.NewLiveHost(a.root()), snap); err != nil {
-		return fmt.Errorf("revert the leftover tuning snapshot %s: %w (if the host was reconfigured since, delete it)", path, err)
-	}
-	fmt.Fprintf(os.Stderr, "linerate agent: reverted the tuning an earlier run left (%s)\n", path)
-	return os.Remove(path)
 }
 
 // cleanup runs when the coordinator is gone: a fresh context, as the

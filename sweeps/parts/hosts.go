@@ -100,8 +100,12 @@ type Placement struct {
 }
 
 // HostTuner applies a profile for the length of a run (Tuner, RemoteTuner).
+// Apply's stateDir is the run's directory: the local Tuner keeps its
+// snapshot there until Revert (and reverts one an earlier run left);
+// RemoteTuner writes both agents' snapshots there for the record, each
+// agent keeping its own on its host.
 type HostTuner interface {
-	Apply(ctx context.Context, save func(json.RawMessage) error) (json.RawMessage, error)
+	Apply(ctx context.Context, stateDir string) (json.RawMessage, error)
 	sweeps.TuningCheck
 	Revert(ctx context.Context) error
 }
@@ -127,6 +131,9 @@ type PlaceOptions struct {
 	// Queues is the NIC queue count the tuning profile asks for: the netns
 	// provider creates its veth with that many, so the profile can set it.
 	Queues int
+	// TuningRoot is the tree the local provider tunes: "" or "/" is this
+	// machine, anything else a fixture tree (tuning.NewFixtureHost).
+	TuningRoot string
 }
 
 // Place brings up the campaign's hosts. local: everything on this host over
@@ -141,8 +148,12 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		starter = &Starter{}
 	}
 	noop := func(context.Context) error { return nil }
+	host := tuning.NewLiveHost("/")
+	if opt.TuningRoot != "" && filepath.Clean(opt.TuningRoot) != "/" {
+		host = tuning.NewFixtureHost(opt.TuningRoot)
+	}
 	localTuner := func(_ []byte, p tuning.Profile) HostTuner {
-		return &Tuner{Host: tuning.NewLiveHost("/"), Profile: p}
+		return &Tuner{Host: host, Profile: p, Log: opt.Log}
 	}
 	local := func(hosts []sweeps.HostFacts, b sweeps.Bencher, down func(context.Context) error) *Placement {
 		// The page-fault label needs this machine's price of a fresh page.

@@ -2,7 +2,6 @@ package parts
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
@@ -231,7 +230,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 		}
 	})
 	tuner := place.Tuner(text, prof)
-	if _, err := tuner.Apply(context.Background(), func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := tuner.Apply(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	srvNS := "lr-" + strconv.Itoa(os.Getpid())

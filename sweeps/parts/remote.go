@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/netip"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -503,10 +504,11 @@ func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, 
 	return r.Tuning, nil
 }
 
-// Apply tunes every host; save receives {"server": snapshot, "client":
-// snapshot} before it returns. A host that fails leaves the others
-// reverted.
-func (t *RemoteTuner) Apply(ctx context.Context, save func(json.RawMessage) error) (json.RawMessage, error) {
+// Apply tunes every host and writes {"server": snapshot, "client":
+// snapshot} to stateDir/SnapshotFile for the record ("": nowhere); each
+// agent keeps its own on its host, and reverts one an earlier agent left.
+// A host that fails leaves the others reverted.
+func (t *RemoteTuner) Apply(ctx context.Context, stateDir string) (json.RawMessage, error) {
 	snaps := map[string]json.RawMessage{}
 	for _, role := range t.roles() {
 		if t.Agents[role] == nil {
@@ -522,8 +524,10 @@ func (t *RemoteTuner) Apply(ctx context.Context, save func(json.RawMessage) erro
 	if err != nil {
 		return nil, err
 	}
-	if err := save(b); err != nil {
-		return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
+	if stateDir != "" {
+		if err := sweeps.WriteFileAtomic(filepath.Join(stateDir, SnapshotFile), b); err != nil {
+			return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
+		}
 	}
 	return b, nil
 }

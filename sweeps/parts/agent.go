@@ -59,9 +59,13 @@ type agentRequest struct {
 	LogDir string              `json:"log_dir,omitempty"`
 	// flushall, snapshot (0: the host only), stop
 	Server int `json:"server,omitempty"`
-	// tune-apply: the profile file's text and the host's data address
-	Profile  string `json:"profile,omitempty"`
-	DataAddr string `json:"data_addr,omitempty"`
+	// tune-apply: the profile file's text, the host's data address, the
+	// part of the host to tune (tuning.Scope; "" is all of it) and, for
+	// the kernel scope, the machine's network namespace (a path there)
+	Profile     string `json:"profile,omitempty"`
+	DataAddr    string `json:"data_addr,omitempty"`
+	Scope       string `json:"scope,omitempty"`
+	KernelNetns string `json:"kernel_netns,omitempty"`
 }
 
 // agentReply is one line the agent sends: the answer to request ID, or an
@@ -115,6 +119,10 @@ type Agent struct {
 	nextID  int
 	tuner   *Tuner
 	lock    *os.File // held on StateDir while this agent may tune
+	// kernelNS is the machine's network namespace, held open from a
+	// kernel-scope apply on, so the revert reaches it after the
+	// coordinator that named it is gone.
+	kernelNS *os.File
 }
 
 func (a *Agent) root() string {
@@ -278,6 +286,10 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err != nil {
 			return fail(fmt.Errorf("tuning profile: %w", err))
 		}
+		scope, err := tuning.ParseScope(req.Scope)
+		if err != nil {
+			return fail(err)
+		}
 		// Each host of a pair tunes the NIC carrying its own data address.
 		if p.NICAddress != "" && req.DataAddr != "" {
 			if _, err := netip.ParseAddr(req.DataAddr); err == nil {
@@ -290,7 +302,19 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err := a.lockState(ctx); err != nil {
 			return fail(err)
 		}
-		t := &Tuner{Host: tuning.NewLiveHost(a.root()), Profile: p,
+		netns := ""
+		if scope == tuning.ScopeKernel && req.KernelNetns != "" {
+			f, err := os.Open(req.KernelNetns)
+			if err != nil {
+				return fail(fmt.Errorf("tune-apply: the machine's network namespace: %w", err))
+			}
+			if a.kernelNS != nil {
+				a.kernelNS.Close()
+			}
+			a.kernelNS = f
+			netns = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+		}
+		t := &Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
 			Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "linerate agent: "+format+"\n", args...) }}
 		snap, err := t.Apply(ctx, a.StateDir)
 		if err != nil {
@@ -397,6 +421,9 @@ func (a *Agent) cleanup(ctx context.Context) {
 	}
 	if err := a.revert(cctx); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, SnapshotFile))
+	}
+	if a.kernelNS != nil {
+		a.kernelNS.Close()
 	}
 	if a.lock != nil {
 		a.lock.Close() // releases the flock: the next agent may tune

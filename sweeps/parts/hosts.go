@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -190,11 +191,15 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
 		// Tuning acts inside each namespace (its veth, its sysctls), which
 		// only a process in there sees: an agent per namespace, started
-		// when a profile is applied.
+		// when a profile is applied. The two share one kernel: the
+		// server's agent tunes what the kernel keeps once, each agent
+		// what its namespace owns.
 		agents := pairAgents(pair)
 		for role, a := range agents {
 			a.StateDir = filepath.Join(abs, "agent-"+role)
 		}
+		agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
+		agents["server"].KernelNetns = fmt.Sprintf("/proc/%d/ns/net", os.Getpid()) // this process's: the machine's
 		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
 		pl.Tuner = remoteTuner(agents)
 		return pl, nil

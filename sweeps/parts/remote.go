@@ -21,6 +21,7 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/tuning"
 )
 
 // AgentClient drives `linerate agent` on a host over one session, started
@@ -37,6 +38,15 @@ type AgentClient struct {
 	CallTimeout time.Duration
 	// Args are more `linerate agent` flags (--store, --docker).
 	Args []string
+	// TuneScope is the part of its host the agent tunes: all of it (the
+	// zero value), or, for hosts that are namespaces of one kernel, the
+	// kernel's settings once (tuning.ScopeKernel) and each other
+	// namespace's own (tuning.ScopeNamespace).
+	TuneScope tuning.Scope
+	// KernelNetns, with tuning.ScopeKernel, is the machine's network
+	// namespace as a path on the host, where the kernel-wide net.*
+	// sysctls are set.
+	KernelNetns string
 
 	mu   sync.Mutex // one request at a time; guards sess
 	sess *session
@@ -490,7 +500,7 @@ func (t *RemoteTuner) roles() []string { return []string{"server", "client"} }
 
 func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, error) {
 	a := t.Agents[role]
-	r, sess, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr())}, nil)
+	r, sess, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr()), Scope: string(a.TuneScope), KernelNetns: a.KernelNetns}, nil)
 	if err != nil {
 		if a.notRoot() {
 			err = fmt.Errorf("%w (tuning writes /proc/sys and /proc/irq: log in as root, or give the user passwordless sudo)", err)

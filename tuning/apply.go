@@ -29,7 +29,7 @@ func ApplyWith(ctx context.Context, h Host, p Profile, save func(Snapshot) error
 	if err != nil {
 		return Snapshot{}, Report{}, err
 	}
-	snap := Snapshot{Version: SnapshotVersion, Taken: time.Now().UTC(), Profile: p, State: pl.Current}
+	snap := Snapshot{Version: SnapshotVersion, Taken: time.Now().UTC(), Profile: p, Scope: h.Scope, State: pl.Current}
 	if save != nil {
 		if err := save(snap); err != nil {
 			return Snapshot{}, Report{}, fmt.Errorf("apply: save snapshot: %w", err)
@@ -65,6 +65,7 @@ func ApplyWith(ctx context.Context, h Host, p Profile, save func(Snapshot) error
 		if d, err = Resolve(p, facts); err != nil {
 			return fail(err)
 		}
+		d = narrow(h, d)
 		for _, pin := range d.IRQs {
 			if !slices.ContainsFunc(snap.State.IRQs, func(a IRQAffinity) bool { return a.IRQ == pin.IRQ }) {
 				cpus, err := readAffinity(h.FS, pin.IRQ)
@@ -272,8 +273,9 @@ func Verify(ctx context.Context, h Host, p Profile) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	d = narrow(h, d)
 	rep.NIC, rep.IRQCPUs, rep.ServerCPUs, rep.ClientCPUs, rep.Notes = d.NIC, d.IRQCPUs, d.ServerCPUs, d.ClientCPUs, d.Notes
-	cur, err := capture(ctx, h, scopeFor(facts, d))
+	cur, err := capture(ctx, h, scopeFor(h, facts, d))
 	if err != nil {
 		return rep, err
 	}

@@ -74,6 +74,9 @@ type Host struct {
 	Channels  ChannelController
 	Services  ServiceController
 	Addresses AddressResolver
+	// Scope is which of the host's settings are tuned (WithScope); the
+	// zero value is all of them.
+	Scope Scope
 }
 
 // NewLiveHost is the running machine: files under "/" (or root, for a host

@@ -3,7 +3,6 @@ package tuning
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"unsafe"
 
@@ -99,39 +98,25 @@ func (e EthtoolChannels) ioctl(ifname string, ch *ethtoolChannels) error {
 
 // socket opens the datagram socket the ioctl goes through. A socket belongs
 // to the network namespace of the thread that created it, so for NetnsPath
-// one locked thread enters the namespace, opens the socket and comes back.
+// it is opened in there.
 func (e EthtoolChannels) socket() (int, error) {
+	open := func() (int, error) { return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0) }
 	if e.NetnsPath == "" {
-		return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		return open()
 	}
-	target, err := os.Open(e.NetnsPath)
+	fd := -1
+	err := inNetns(e.NetnsPath, func() error {
+		var err error
+		if fd, err = open(); err != nil {
+			return fmt.Errorf("socket in %s: %w", e.NetnsPath, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return -1, fmt.Errorf("open network namespace: %w", err)
-	}
-	defer target.Close()
-	runtime.LockOSThread()
-	origin, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		runtime.UnlockOSThread()
-		return -1, fmt.Errorf("open own network namespace: %w", err)
-	}
-	defer origin.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return -1, fmt.Errorf("enter network namespace %s: %w", e.NetnsPath, err)
-	}
-	fd, serr := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread is stuck in the other namespace: keep it locked so
-		// the runtime throws it away when this goroutine ends.
-		if serr == nil {
+		if fd >= 0 {
 			unix.Close(fd)
 		}
-		return -1, fmt.Errorf("leave network namespace %s: %w", e.NetnsPath, err)
-	}
-	runtime.UnlockOSThread()
-	if serr != nil {
-		return -1, fmt.Errorf("socket in %s: %w", e.NetnsPath, serr)
+		return -1, err
 	}
 	return fd, nil
 }

@@ -2,7 +2,9 @@ package tuning
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -66,4 +68,37 @@ func ExpandFixtureFile(archivePath, dir string) error {
 		return fmt.Errorf("expand fixture %s: not a txtar archive", archivePath)
 	}
 	return ExpandFixture(b, dir)
+}
+
+// ReadFixtureTree reads every regular file of a fixture tree by its path
+// relative to dir, so a test can check that the tree is as it was: the
+// host's files as they are, the _fixture/ stand-ins for devices and units
+// as compact JSON, since the fixture host rewrites them in its own layout.
+func ReadFixtureTree(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(rel, "_fixture"+string(filepath.Separator)) && strings.HasSuffix(rel, ".json") {
+			var buf bytes.Buffer
+			if json.Compact(&buf, b) == nil {
+				b = buf.Bytes()
+			}
+		}
+		out[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read fixture tree %s: %w", dir, err)
+	}
+	return out, nil
 }

@@ -77,6 +77,9 @@ func (d DirFS) ReadDir(name string) ([]string, error) {
 	return out, nil
 }
 
+// Stat describes a file; PerNamespace reads a sysctl's mode from it.
+func (d DirFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(d.real(name)) }
+
 // Readlink returns a symlink's stored target.
 func (d DirFS) Readlink(name string) (string, error) { return os.Readlink(d.real(name)) }
 

@@ -3,7 +3,6 @@ package tuning
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,23 +65,10 @@ func (r readOnlyFS) Remove(name string) error {
 	return fmt.Errorf("remove %s on a shared read-only fixture", name)
 }
 
-// readTree returns every regular file under dir by relative path, skipping
-// the fixture's own state directory.
+// readTree reads the fixture tree under dir (ReadFixtureTree).
 func readTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() || d.Type()&fs.ModeSymlink != 0 || strings.HasPrefix(rel, "_fixture") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		out[rel] = string(b)
-		return err
-	})
+	out, err := ReadFixtureTree(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,13 @@ func MakePlan(ctx context.Context, h Host, p Profile) (Plan, error) {
 	if pl.Desired, err = Resolve(p, pl.Facts); err != nil {
 		return pl, err
 	}
+	pl.Desired = narrow(h, pl.Desired)
 	for _, s := range pl.Desired.Sysctls {
 		if _, err := h.FS.ReadFile(sysctlPath(s.Name)); err != nil {
 			return pl, fieldErr("sysctls."+s.Name, "no such sysctl on this host (%s): %v", sysctlPath(s.Name), err)
 		}
 	}
-	if pl.Current, err = capture(ctx, h, scopeFor(pl.Facts, pl.Desired)); err != nil {
+	if pl.Current, err = capture(ctx, h, scopeFor(h, pl.Facts, pl.Desired)); err != nil {
 		return pl, err
 	}
 	pl.Changes = diff(pl.Current, pl.Desired)

@@ -35,7 +35,9 @@ type Snapshot struct {
 	Version int       `json:"version"`
 	Taken   time.Time `json:"taken"`
 	Profile Profile   `json:"profile"`
-	State   State     `json:"state"`
+	// Scope is the part of the host it covers (absent: all of it).
+	Scope Scope `json:"scope,omitempty"`
+	State State `json:"state"`
 }
 
 // scope says which parts of the host a state covers.
@@ -48,10 +50,14 @@ type scope struct {
 }
 
 // scopeFor covers what a plan touches: all the NIC's queue IRQs (also the
-// ones apply leaves alone, since a queue change can move them), the queue
-// counts, irqbalance unless left alone, and the profile's sysctls.
-func scopeFor(f Facts, d Desired) scope {
+// ones apply leaves alone, since a queue change can move them; none for a
+// ScopeNamespace host), the queue counts, irqbalance unless left alone, and
+// the profile's sysctls (as narrowed to the host's scope).
+func scopeFor(h Host, f Facts, d Desired) scope {
 	sc := scope{nic: f.NIC.Name, irqbalance: d.Irqbalance != IrqbalanceLeave, queues: f.Channels != nil, irqs: f.NIC.QueueIRQs}
+	if h.Scope == ScopeNamespace {
+		sc.irqs = nil // the kernel's, not the namespace's
+	}
 	for _, s := range d.Sysctls {
 		sc.sysctls = append(sc.sysctls, s.Name)
 	}

@@ -281,10 +281,10 @@ func runSoak(ctx context.Context, args []string) int {
 	defer downHosts(ctx, place, "soak")
 	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: place.Servers, Bench: place.Bencher,
 		Sampler: place.Sampler, FaultCost: place.FaultCost}
-	if _, s.Tuning, code = tune.apply(ctx, place, filepath.Join(fs.Arg(0), "soak"), "soak"); code != 0 {
+	if _, s.Tuning, code = tune.apply(ctx, place, fs.Arg(0), "soak"); code != 0 {
 		return code
 	}
-	defer tune.revert(filepath.Join(fs.Arg(0), "soak"), "soak")
+	defer tune.revert(fs.Arg(0), "soak")
 	rec, err := s.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
@@ -314,6 +314,7 @@ type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
 	keysEnv, yes                          bool
 	queues                                int // from the tuning profile, not a flag
+	tuningRoot                            string
 }
 
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
@@ -324,6 +325,9 @@ func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: the only address admitted to SSH, e.g. 203.0.113.7/32 (default the campaign's provider.ssh-from)")
 	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
 	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
+	// Tests tune a fixture tree (tuning/testdata) instead of this machine.
+	fs.StringVar(&f.tuningRoot, "tuning-root", "/", "local provider: root of the /proc, /sys and /etc the profile tunes; anything but / is a fixture tree")
+	_ = fs.MarkHidden("tuning-root")
 	return &f
 }
 
@@ -334,7 +338,17 @@ func remote(c *sweeps.Campaign) bool {
 // placeHosts brings up the campaign's hosts; nil and an exit code on
 // failure, the error printed.
 func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who string) (*parts.Placement, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues,
+	if f.tuningRoot != "/" {
+		if c.Provider.Kind != sweeps.ProviderLocal {
+			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root: only the local provider tunes this machine's tree (the campaign's provider is %s)\n", who, c.Provider.Kind)
+			return nil, 2
+		}
+		if st, err := os.Stat(f.tuningRoot); err != nil || !st.IsDir() {
+			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root %s: not a directory\n", who, f.tuningRoot)
+			return nil, 2
+		}
+	}
+	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
@@ -417,20 +431,16 @@ func (t *campaignTuning) queues() int {
 	return parts.QueuesOf(t.prof)
 }
 
-// apply tunes the placement's hosts, saving the snapshot in dir first; it
-// returns the snapshot for the record, the check to run before each cell,
-// and a non-zero exit code on failure (printed).
+// apply tunes the placement's hosts, keeping the snapshot in the run
+// directory dir (sweep run and soak share it, so either reverts what a
+// killed one left); it returns the snapshot for the record, the check to
+// run before each cell, and a non-zero exit code on failure (printed).
 func (t *campaignTuning) apply(ctx context.Context, place *parts.Placement, dir, who string) (json.RawMessage, sweeps.TuningCheck, int) {
 	if t == nil {
 		return nil, nil, 0
 	}
 	t.tuner = place.Tuner(t.text, t.prof)
-	snap, err := t.tuner.Apply(ctx, func(b json.RawMessage) error {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		return sweeps.WriteFileAtomic(filepath.Join(dir, "tuning-snapshot.json"), b)
-	})
+	snap, err := t.tuner.Apply(ctx, dir)
 	if err != nil {
 		t.tuner = nil
 		fmt.Fprintf(os.Stderr, "linerate %s: %s: %v\n", who, t.where, err)
@@ -447,7 +457,7 @@ func (t *campaignTuning) revert(dir, who string) {
 	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := t.tuner.Revert(rctx); err != nil {
-		snap := filepath.Join(dir, "tuning-snapshot.json")
+		snap := filepath.Join(dir, parts.SnapshotFile)
 		if t.c.Provider.Kind != sweeps.ProviderLocal {
 			snap = "each host's agent keeps its own " + parts.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
 		}

@@ -50,7 +50,8 @@ A minimal profile (everything else derived):
 
 --root other than / reads and writes a fixture tree: its files stand for
 /proc, /sys and /etc, and its _fixture/ directory for queue counts and
-systemd units (see tuning/testdata).
+systemd units (see tuning/testdata). A .txtar archive of one is expanded
+into a temporary copy, which is removed when tune ends.
 
 Exit codes: 0 done (verify: no drift), 1 failed (verify: drift), 2 bad input.
 
@@ -92,15 +93,17 @@ func runTune(ctx context.Context, args []string) int {
 	}
 	if strings.HasSuffix(*root, ".txtar") {
 		// A fixture archive (tuning/testdata): expand it to try the
-		// operations on that host; changes land in the copy.
+		// operations on that host; changes land in the copy, which goes
+		// when tune ends.
 		dir, err := os.MkdirTemp("", "linerate-fixture-")
-		if err == nil {
-			err = tuning.ExpandFixtureFile(*root, dir)
-		}
 		if err != nil {
 			return bad("--root %s: %v", *root, err)
 		}
-		fmt.Fprintf(os.Stderr, "tune: fixture %s expanded into %s\n", *root, dir)
+		defer os.RemoveAll(dir)
+		if err := tuning.ExpandFixtureFile(*root, dir); err != nil {
+			return bad("--root %s: %v", *root, err)
+		}
+		fmt.Fprintf(os.Stderr, "tune: fixture %s expanded into %s (removed when tune ends)\n", *root, dir)
 		*root = dir
 	}
 	if st, err := os.Stat(*root); err != nil || !st.IsDir() {

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -60,9 +59,13 @@ type agentRequest struct {
 	LogDir string              `json:"log_dir,omitempty"`
 	// flushall, snapshot (0: the host only), stop
 	Server int `json:"server,omitempty"`
-	// tune-apply: the profile file's text and the host's data address
-	Profile  string `json:"profile,omitempty"`
-	DataAddr string `json:"data_addr,omitempty"`
+	// tune-apply: the profile file's text, the host's data address, the
+	// part of the host to tune (tuning.Scope; "" is all of it) and, for
+	// the kernel scope, the machine's network namespace (a path there)
+	Profile     string `json:"profile,omitempty"`
+	DataAddr    string `json:"data_addr,omitempty"`
+	Scope       string `json:"scope,omitempty"`
+	KernelNetns string `json:"kernel_netns,omitempty"`
 }
 
 // agentReply is one line the agent sends: the answer to request ID, or an
@@ -116,6 +119,10 @@ type Agent struct {
 	nextID  int
 	tuner   *Tuner
 	lock    *os.File // held on StateDir while this agent may tune
+	// kernelNS is the machine's network namespace, held open from a
+	// kernel-scope apply on, so the revert reaches it after the
+	// coordinator that named it is gone.
+	kernelNS *os.File
 }
 
 func (a *Agent) root() string {
@@ -279,6 +286,10 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err != nil {
 			return fail(fmt.Errorf("tuning profile: %w", err))
 		}
+		scope, err := tuning.ParseScope(req.Scope)
+		if err != nil {
+			return fail(err)
+		}
 		// Each host of a pair tunes the NIC carrying its own data address.
 		if p.NICAddress != "" && req.DataAddr != "" {
 			if _, err := netip.ParseAddr(req.DataAddr); err == nil {
@@ -291,11 +302,21 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err := a.lockState(ctx); err != nil {
 			return fail(err)
 		}
-		if err := a.revertLeftover(ctx); err != nil {
-			return fail(err)
+		netns := ""
+		if scope == tuning.ScopeKernel && req.KernelNetns != "" {
+			f, err := os.Open(req.KernelNetns)
+			if err != nil {
+				return fail(fmt.Errorf("tune-apply: the machine's network namespace: %w", err))
+			}
+			if a.kernelNS != nil {
+				a.kernelNS.Close()
+			}
+			a.kernelNS = f
+			netns = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
 		}
-		t := &Tuner{Host: tuning.NewLiveHost(a.root()), Profile: p}
-		snap, err := t.Apply(ctx, a.saveSnapshot)
+		t := &Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
+			Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "linerate agent: "+format+"\n", args...) }}
+		snap, err := t.Apply(ctx, a.StateDir)
 		if err != nil {
 			return fail(err)
 		}
@@ -319,19 +340,6 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 	return fail(fmt.Errorf("agent: unknown op %q", req.Op))
 }
 
-// SnapshotFile is where the agent keeps the tuning snapshot on its host.
-const SnapshotFile = "tuning-snapshot.json"
-
-func (a *Agent) saveSnapshot(b json.RawMessage) error {
-	if a.StateDir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(a.StateDir, 0o755); err != nil {
-		return err
-	}
-	return sweeps.WriteFileAtomic(filepath.Join(a.StateDir, SnapshotFile), b)
-}
-
 func (a *Agent) revert(ctx context.Context) error {
 	if a.tuner == nil {
 		return nil
@@ -340,9 +348,6 @@ func (a *Agent) revert(ctx context.Context) error {
 		return err
 	}
 	a.tuner = nil
-	if a.StateDir != "" {
-		os.Remove(filepath.Join(a.StateDir, SnapshotFile))
-	}
 	return nil
 }
 
@@ -399,55 +404,6 @@ func (a *Agent) lockState(ctx context.Context) error {
 	return nil
 }
 
-// bootTime is when this host last booted (/proc/stat btime).
-func (a *Agent) bootTime() (time.Time, bool) {
-	b, err := os.ReadFile(filepath.Join(a.root(), "proc", "stat"))
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return time.Unix(n, 0), true
-			}
-		}
-	}
-	return time.Time{}, false
-}
-
-// revertLeftover restores a snapshot an earlier agent left (it was killed
-// before it could revert, or its connection is half open and it has not
-// noticed yet): a new snapshot taken over tuned values would make the
-// tuned values the ones a revert restores.
-func (a *Agent) revertLeftover(ctx context.Context) error {
-	if a.StateDir == "" {
-		return nil
-	}
-	path := filepath.Join(a.StateDir, SnapshotFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("leftover tuning snapshot: %w", err)
-	}
-	var snap tuning.Snapshot
-	if err := json.Unmarshal(b, &snap); err != nil {
-		return fmt.Errorf("leftover tuning snapshot %s: %w (revert by hand: linerate tune revert --snapshot %s, then delete it)", path, err, path)
-	}
-	if boot, ok := a.bootTime(); ok && snap.Taken.Before(boot) {
-		// A reboot since reset what it changed (and may have renumbered
-		// the IRQs): restoring it now would undo the operator's settings.
-		fmt.Fprintf(os.Stderr, "linerate agent: %s predates the last boot; dropped, not reverted\n", path)
-		return os.Remove(path)
-	}
-	if err := tuning.Revert(ctx, tuning.NewLiveHost(a.root()), snap); err != nil {
-		return fmt.Errorf("revert the leftover tuning snapshot %s: %w (if the host was reconfigured since, delete it)", path, err)
-	}
-	fmt.Fprintf(os.Stderr, "linerate agent: reverted the tuning an earlier run left (%s)\n", path)
-	return os.Remove(path)
-}
-
 // cleanup runs when the coordinator is gone: a fresh context, as the
 // caller's is likely cancelled.
 func (a *Agent) cleanup(ctx context.Context) {
@@ -465,6 +421,9 @@ func (a *Agent) cleanup(ctx context.Context) {
 	}
 	if err := a.revert(cctx); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, SnapshotFile))
+	}
+	if a.kernelNS != nil {
+		a.kernelNS.Close()
 	}
 	if a.lock != nil {
 		a.lock.Close() // releases the flock: the next agent may tune

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -100,8 +101,12 @@ type Placement struct {
 }
 
 // HostTuner applies a profile for the length of a run (Tuner, RemoteTuner).
+// Apply's stateDir is the run's directory: the local Tuner keeps its
+// snapshot there until Revert (and reverts one an earlier run left);
+// RemoteTuner writes both agents' snapshots there for the record, each
+// agent keeping its own on its host.
 type HostTuner interface {
-	Apply(ctx context.Context, save func(json.RawMessage) error) (json.RawMessage, error)
+	Apply(ctx context.Context, stateDir string) (json.RawMessage, error)
 	sweeps.TuningCheck
 	Revert(ctx context.Context) error
 }
@@ -127,6 +132,9 @@ type PlaceOptions struct {
 	// Queues is the NIC queue count the tuning profile asks for: the netns
 	// provider creates its veth with that many, so the profile can set it.
 	Queues int
+	// TuningRoot is the tree the local provider tunes: "" or "/" is this
+	// machine, anything else a fixture tree (tuning.NewFixtureHost).
+	TuningRoot string
 }
 
 // Place brings up the campaign's hosts. local: everything on this host over
@@ -141,8 +149,12 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		starter = &Starter{}
 	}
 	noop := func(context.Context) error { return nil }
+	host := tuning.NewLiveHost("/")
+	if opt.TuningRoot != "" && filepath.Clean(opt.TuningRoot) != "/" {
+		host = tuning.NewFixtureHost(opt.TuningRoot)
+	}
 	localTuner := func(_ []byte, p tuning.Profile) HostTuner {
-		return &Tuner{Host: tuning.NewLiveHost("/"), Profile: p}
+		return &Tuner{Host: host, Profile: p, Log: opt.Log}
 	}
 	local := func(hosts []sweeps.HostFacts, b sweeps.Bencher, down func(context.Context) error) *Placement {
 		// The page-fault label needs this machine's price of a fresh page.
@@ -179,11 +191,15 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
 		// Tuning acts inside each namespace (its veth, its sysctls), which
 		// only a process in there sees: an agent per namespace, started
-		// when a profile is applied.
+		// when a profile is applied. The two share one kernel: the
+		// server's agent tunes what the kernel keeps once, each agent
+		// what its namespace owns.
 		agents := pairAgents(pair)
 		for role, a := range agents {
 			a.StateDir = filepath.Join(abs, "agent-"+role)
 		}
+		agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
+		agents["server"].KernelNetns = fmt.Sprintf("/proc/%d/ns/net", os.Getpid()) // this process's: the machine's
 		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
 		pl.Tuner = remoteTuner(agents)
 		return pl, nil

@@ -2,7 +2,6 @@ package parts
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
@@ -231,16 +230,10 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 		}
 	})
 	tuner := place.Tuner(text, prof)
-	if _, err := tuner.Apply(context.Background(), func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := tuner.Apply(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
-	srvNS := "lr-" + strconv.Itoa(os.Getpid())
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	for _, f := range strings.Fields(string(out)) {
-		if strings.HasPrefix(f, srvNS) && strings.HasSuffix(f, "-srv") {
-			srvNS = f
-		}
-	}
+	srvNS, _ := netnsPair(t)
 	for _, check := range []struct{ cmd, want string }{
 		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},
 		{"cat /proc/sys/net/core/somaxconn", "1313"},
@@ -274,7 +267,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	downed = true
-	out, _ = exec.Command("ip", "netns", "list").Output()
+	out, _ := exec.Command("ip", "netns", "list").Output()
 	if strings.Contains(string(out), "lr-"+strconv.Itoa(os.Getpid())) {
 		t.Errorf("namespaces left after Down:\n%s", out)
 	}

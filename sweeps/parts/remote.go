@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/netip"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/tuning"
 )
 
 // AgentClient drives `linerate agent` on a host over one session, started
@@ -36,6 +38,15 @@ type AgentClient struct {
 	CallTimeout time.Duration
 	// Args are more `linerate agent` flags (--store, --docker).
 	Args []string
+	// TuneScope is the part of its host the agent tunes: all of it (the
+	// zero value), or, for hosts that are namespaces of one kernel, the
+	// kernel's settings once (tuning.ScopeKernel) and each other
+	// namespace's own (tuning.ScopeNamespace).
+	TuneScope tuning.Scope
+	// KernelNetns, with tuning.ScopeKernel, is the machine's network
+	// namespace as a path on the host, where the kernel-wide net.*
+	// sysctls are set.
+	KernelNetns string
 
 	mu   sync.Mutex // one request at a time; guards sess
 	sess *session
@@ -489,7 +500,7 @@ func (t *RemoteTuner) roles() []string { return []string{"server", "client"} }
 
 func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, error) {
 	a := t.Agents[role]
-	r, sess, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr())}, nil)
+	r, sess, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr()), Scope: string(a.TuneScope), KernelNetns: a.KernelNetns}, nil)
 	if err != nil {
 		if a.notRoot() {
 			err = fmt.Errorf("%w (tuning writes /proc/sys and /proc/irq: log in as root, or give the user passwordless sudo)", err)
@@ -503,10 +514,11 @@ func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, 
 	return r.Tuning, nil
 }
 
-// Apply tunes every host; save receives {"server": snapshot, "client":
-// snapshot} before it returns. A host that fails leaves the others
-// reverted.
-func (t *RemoteTuner) Apply(ctx context.Context, save func(json.RawMessage) error) (json.RawMessage, error) {
+// Apply tunes every host and writes {"server": snapshot, "client":
+// snapshot} to stateDir/SnapshotFile for the record ("": nowhere); each
+// agent keeps its own on its host, and reverts one an earlier agent left.
+// A host that fails leaves the others reverted.
+func (t *RemoteTuner) Apply(ctx context.Context, stateDir string) (json.RawMessage, error) {
 	snaps := map[string]json.RawMessage{}
 	for _, role := range t.roles() {
 		if t.Agents[role] == nil {
@@ -522,8 +534,10 @@ func (t *RemoteTuner) Apply(ctx context.Context, save func(json.RawMessage) erro
 	if err != nil {
 		return nil, err
 	}
-	if err := save(b); err != nil {
-		return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
+	if stateDir != "" {
+		if err := sweeps.WriteFileAtomic(filepath.Join(stateDir, SnapshotFile), b); err != nil {
+			return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
+		}
 	}
 	return b, nil
 }

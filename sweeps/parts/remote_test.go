@@ -2,7 +2,6 @@ package parts
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -182,7 +181,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 	}
 	text, _ := os.ReadFile(profile)
 	tuner := pl.Tuner(text, prof)
-	snap, err := tuner.Apply(context.Background(), func(json.RawMessage) error { return nil })
+	snap, err := tuner.Apply(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +424,7 @@ func TestTuningSurvivesADroppedAgent(t *testing.T) {
 	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": a},
 		Profile: somaxconnProfile("1414")}
 	ctx := context.Background()
-	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := tu.Apply(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, drifts, err := tu.Verify(ctx); err != nil || drifts != 0 {
@@ -472,7 +471,7 @@ func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
 	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
 	first := &AgentClient{Host: h}
 	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": first}, Profile: somaxconnProfile("1515")}
-	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := tu.Apply(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range agentsRunning(t) {
@@ -486,7 +485,7 @@ func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
 	second := &AgentClient{Host: h}
 	defer second.Close(ctx)
 	tu2 := &RemoteTuner{Agents: map[string]*AgentClient{"server": second}, Profile: somaxconnProfile("1616")}
-	if _, err := tu2.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := tu2.Apply(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := tu2.Revert(ctx); err != nil {
@@ -517,13 +516,13 @@ func TestNewAgentTakesOverTheTuningOfAnOldOne(t *testing.T) {
 	before := sysctlIn(t, l.Pair.Server, "net.core.somaxconn")
 	old := &AgentClient{Host: hosts[0]}
 	defer old.Close(ctx)
-	if _, err := (&RemoteTuner{Agents: map[string]*AgentClient{"server": old}, Profile: somaxconnProfile("1717")}).Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := (&RemoteTuner{Agents: map[string]*AgentClient{"server": old}, Profile: somaxconnProfile("1717")}).Apply(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	fresh := &AgentClient{Host: hosts[1]}
 	defer fresh.Close(ctx)
 	tu := &RemoteTuner{Agents: map[string]*AgentClient{"server": fresh}, Profile: somaxconnProfile("1818")}
-	if _, err := tu.Apply(ctx, func(json.RawMessage) error { return nil }); err != nil {
+	if _, err := tu.Apply(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the old agent is gone: nothing of it may come later

@@ -5,42 +5,22 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/lab"
 )
 
 // ParseCPUList parses a Linux CPU list ("0-3,8,10-11") into sorted CPU
-// numbers.
+// numbers. It is lab's bounded parser (CPUs below lab.MaxCPUs, none twice),
+// sorted, and an empty list is an error here.
 func ParseCPUList(s string) ([]int, error) {
-	seen := map[int]bool{}
-	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: bad cpu %q (accepted: 0-3,8)", s, part)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q (accepted: 0-3,8)", s, part)
-			}
-		}
-		if b-a > 4096 {
-			return nil, fmt.Errorf("cpu list %q: range %q too large", s, part)
-		}
-		for c := a; c <= b; c++ {
-			seen[c] = true
-		}
+	l, err := lab.ParseCPUList(s)
+	if err != nil {
+		return nil, err
 	}
-	if len(seen) == 0 {
+	if len(l) == 0 {
 		return nil, fmt.Errorf("cpu list %q: empty", s)
 	}
-	out := make([]int, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
+	out := []int(l)
 	sort.Ints(out)
 	return out, nil
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 func TestArgs(t *testing.T) {
@@ -104,5 +107,20 @@ func TestIdentityString(t *testing.T) {
 	want := "valkey 8.1.1 (debian:trixie 8.1.1+dfsg1-3, runtime sid, MALLOC_CONF=oversize_threshold:0)"
 	if got := id.String(); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// A range ending near the largest int would loop forever (the counter
+// wraps) and a long one would fill memory: both end at once with an error.
+func TestCPUListIsBounded(t *testing.T) {
+	for _, in := range []string{"0-2000000000", "0-9223372036854775807", "9223372036854775806-9223372036854775807", "8192", "0-4095,4096-8191,8192-12287"} {
+		labtest.Within(t, 5*time.Second, func() {
+			if _, err := ParseCPUList(in); err == nil || !strings.Contains(err.Error(), "8191") {
+				t.Errorf("%q: %v, want an error naming the bound", in, err)
+			}
+		})
+	}
+	if c, err := ParseCPUList("0-8191"); err != nil || len(c) != 8192 {
+		t.Errorf("the whole range: %d CPUs, %v", len(c), err)
 	}
 }

@@ -1,7 +1,10 @@
 package lab
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -14,24 +17,24 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.IntVarP(&w.Port, "port", "p", DefaultPort, "server port")
 	fs.StringVarP(&w.Password, "password", "a", "", "AUTH password (with --user: ACL user's password)")
 	fs.StringVar(&w.User, "user", "", "ACL user name for AUTH")
-	fs.IntVarP(&w.Connections, "connections", "c", DefaultConnections, "connections in total, spread round-robin over the worker threads")
-	fs.IntVarP(&w.Pipeline, "pipeline", "P", DefaultPipeline, "requests in flight per connection")
-	fs.IntVarP(&w.Threads, "threads", "t", 0, "worker OS threads (default: one per CPU in --cpu-list, else one per CPU, at most -c)")
+	fs.IntVarP(&w.Connections, "connections", "c", DefaultConnections, fmt.Sprintf("connections in total (1-%d), spread round-robin over the worker threads", MaxConnections))
+	fs.IntVarP(&w.Pipeline, "pipeline", "P", DefaultPipeline, fmt.Sprintf("requests in flight per connection (1-%d; -c x -P at most %d)", MaxPipeline, MaxInFlight))
+	fs.IntVarP(&w.Threads, "threads", "t", 0, fmt.Sprintf("worker OS threads, 1-%d (default: one per CPU in --cpu-list, else one per CPU, at most -c)", MaxThreads))
 	fs.VarP(&w.CPUList, "cpu-list", "", "pin worker i to cpu[i mod n]: "+CPUListForms+"; refused if a CPU is not available")
-	fs.IntVarP(&w.Keyspace, "keyspace", "n", DefaultKeyspace, "number of distinct keys")
-	fs.IntVar(&w.KeySize, "key-size", DefaultKeySize, "key length in bytes (\"key:\" and a zero-padded number)")
+	fs.IntVarP(&w.Keyspace, "keyspace", "n", DefaultKeyspace, fmt.Sprintf("number of distinct keys (1-%d)", MaxKeyspace))
+	fs.IntVar(&w.KeySize, "key-size", DefaultKeySize, fmt.Sprintf("key length in bytes, at most %d (\"key:\" and a zero-padded number)", MaxKeySize))
 	w.ValueSz = DefaultValueSize
-	fs.VarP(&w.ValueSz, "value-size", "s", "value size: "+SizeForms)
+	fs.VarP(&w.ValueSz, "value-size", "s", "value size, at most "+MaxValueSize.String()+": "+SizeForms)
 	w.Ratio = Ratio{Gets: 100}
 	fs.VarP(&w.Ratio, "ratio", "r", "operation mix: "+RatioForms)
 	w.KeyDist = KeyDist{Kind: KeyUniform}
 	fs.Var(&w.KeyDist, "key-dist", "key distribution: "+KeyDistForms)
 	fs.BoolVar(&w.Prefill, "prefill", false, "write every key once before the run and check DBSIZE (GET runs need it for a 100% hit rate)")
-	fs.Var(&w.Warmup, "warmup", "load before measuring, not recorded (e.g. 5s)")
+	fs.Var(&w.Warmup, "warmup", "load before measuring, not recorded (e.g. 5s; at most "+fmtDur(MaxDuration)+")")
 	w.Duration = Duration(DefaultDuration)
-	fs.VarP(&w.Duration, "duration", "d", "measured window")
+	fs.VarP(&w.Duration, "duration", "d", fmt.Sprintf("measured window (at most %s, and threads x seconds at most %d: each keeps ~2 KiB of per-second series)", fmtDur(MaxDuration), MaxThreadSeconds))
 	w.RequestTimeout = Duration(DefaultRequestTimeout)
-	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
+	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received, at most "+fmtDur(MaxRequestTimeout)+"; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
 	w.Verify = VerifyHeader
 	fs.Var(&w.Verify, "verify", "GET reply check: none (length only), header (length, value header and trailer of every reply), full (every byte)")
 	fs.Uint64Var(&w.Seed, "seed", 1, "seed for key choice and operation mix")
@@ -67,4 +70,9 @@ func (w Workload) Args() []string {
 		a = append(a, "--prefill")
 	}
 	return a
+}
+
+// fmtDur prints whole hours as "24h", not "24h0m0s".
+func fmtDur(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
 }

@@ -103,8 +103,13 @@ type Ratio struct {
 	Sets int `json:"set"`
 }
 
+// MaxRatioWeight bounds each side of a ratio: finer mixes than one in a
+// million mean nothing in a run of seconds, and the bound keeps GET+SET
+// far from overflow.
+const MaxRatioWeight = 1_000_000
+
 // RatioForms is the help text for Ratio.
-const RatioForms = "GET:SET weights such as 100:0 (GET only), 0:100 (SET only) or 90:10"
+const RatioForms = "GET:SET weights (0-1000000 each) such as 100:0 (GET only), 0:100 (SET only) or 90:10"
 
 // ParseRatio reads "GET:SET".
 func ParseRatio(s string) (Ratio, error) {
@@ -114,10 +119,18 @@ func ParseRatio(s string) (Ratio, error) {
 	}
 	gi, err1 := strconv.Atoi(g)
 	si, err2 := strconv.Atoi(st)
-	if err1 != nil || err2 != nil || gi < 0 || si < 0 || gi+si == 0 {
+	r := Ratio{Gets: gi, Sets: si}
+	if err1 != nil || err2 != nil || r.validate() != nil {
 		return Ratio{}, fmt.Errorf("ratio %q: use %s", s, RatioForms)
 	}
-	return Ratio{Gets: gi, Sets: si}, nil
+	return r, nil
+}
+
+func (r Ratio) validate() error {
+	if r.Gets < 0 || r.Sets < 0 || r.Gets > MaxRatioWeight || r.Sets > MaxRatioWeight || r.Gets+r.Sets == 0 {
+		return fmt.Errorf("%d:%d: use %s", r.Gets, r.Sets, RatioForms)
+	}
+	return nil
 }
 
 func (r Ratio) String() string { return fmt.Sprintf("%d:%d", r.Gets, r.Sets) }
@@ -136,11 +149,17 @@ func (r *Ratio) Type() string { return "GET:SET" }
 // CPUList is a Linux cpu list such as "4-19" or "0,2,4-7".
 type CPUList []int
 
-// CPUListForms is the help text for CPUList.
-const CPUListForms = "a Linux CPU list such as 4-19 or 0,2,4-7"
+// MaxCPUs bounds CPU numbers: 8192 is the most CPUs a Linux kernel can be
+// built for (x86 MAXSMP), so a higher number is a typo. The bound also
+// keeps reading a list short: at most MaxCPUs numbers, however it is written.
+const MaxCPUs = 8192
 
-// ParseCPUList reads a Linux cpu list. Duplicates are refused: a worker
-// mapping that silently doubles up on a core would skew every figure.
+// CPUListForms is the help text for CPUList.
+const CPUListForms = "a Linux CPU list such as 4-19 or 0,2,4-7 (CPUs 0-8191)"
+
+// ParseCPUList reads a Linux cpu list, keeping its order. Duplicates are
+// refused: a worker mapping that silently doubles up on a core would skew
+// every figure.
 func ParseCPUList(s string) (CPUList, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -161,6 +180,10 @@ func ParseCPUList(s string) (CPUList, error) {
 				return nil, fmt.Errorf("cpu list %q: bad range %q; use %s", s, part, CPUListForms)
 			}
 		}
+		// Checked before the loop: it is what bounds the loop.
+		if b >= MaxCPUs {
+			return nil, fmt.Errorf("cpu list %q: CPU %d is above %d, the highest CPU number Linux has", s, b, MaxCPUs-1)
+		}
 		for c := a; c <= b; c++ {
 			if seen[c] {
 				return nil, fmt.Errorf("cpu list %q names CPU %d twice", s, c)
@@ -170,6 +193,18 @@ func ParseCPUList(s string) (CPUList, error) {
 		}
 	}
 	return out, nil
+}
+
+// validate checks a list built in code (not parsed) as ParseCPUList would.
+func (l CPUList) validate() error {
+	seen := map[int]bool{}
+	for _, c := range l {
+		if c < 0 || c >= MaxCPUs || seen[c] {
+			return fmt.Errorf("%s: want distinct CPUs 0-%d", l, MaxCPUs-1)
+		}
+		seen[c] = true
+	}
+	return nil
 }
 
 // String prints the list compactly, folding runs into ranges.

@@ -78,9 +78,9 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.ValueSz = v.(lab.Size) },
 		format:  func(v any) string { return v.(lab.Size).String() },
 		segment: func(v any) string { return v.(lab.Size).String() }},
-	intAxis("connections", "c", 1, 1<<20, func(w *lab.Workload, v int) { w.Connections = v }),
-	intAxis("pipeline", "P", 1, 1024, func(w *lab.Workload, v int) { w.Pipeline = v }),
-	intAxis("threads", "t", 1, 4096, func(w *lab.Workload, v int) { w.Threads = v }),
+	intAxis("connections", "c", 1, lab.MaxConnections, func(w *lab.Workload, v int) { w.Connections = v }),
+	intAxis("pipeline", "P", 1, lab.MaxPipeline, func(w *lab.Workload, v int) { w.Pipeline = v }),
+	intAxis("threads", "t", 1, lab.MaxThreads, func(w *lab.Workload, v int) { w.Threads = v }),
 	{name: "cpu-list",
 		parse: func(n *yaml.Node) (any, error) {
 			l, err := lab.ParseCPUList(n.Value)
@@ -92,8 +92,8 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.CPUList = v.(lab.CPUList) },
 		format:  func(v any) string { return v.(lab.CPUList).String() },
 		segment: func(v any) string { return "cpus" + v.(lab.CPUList).String() }},
-	intAxis("keyspace", "n", 1, 1<<30, func(w *lab.Workload, v int) { w.Keyspace = v }),
-	intAxis("key-size", "k", 1, 512, func(w *lab.Workload, v int) { w.KeySize = v }),
+	intAxis("keyspace", "n", 1, lab.MaxKeyspace, func(w *lab.Workload, v int) { w.Keyspace = v }),
+	intAxis("key-size", "k", 1, lab.MaxKeySize, func(w *lab.Workload, v int) { w.KeySize = v }),
 	{name: "key-dist",
 		parse:   func(n *yaml.Node) (any, error) { return lab.ParseKeyDist(n.Value) },
 		apply:   func(w *lab.Workload, v any) { w.KeyDist = v.(lab.KeyDist) },

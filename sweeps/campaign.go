@@ -124,6 +124,15 @@ func defaultEstimate(provider string) EstimateParams {
 const (
 	MaxRepetitions = 1000
 	MaxCells       = 100000
+	// MaxCampaignBytes bounds the file: the study's campaign is 1 KiB.
+	MaxCampaignBytes = 1 << 20
+	// MaxEstimate bounds a plan's estimated wall time: a campaign of more
+	// than a year is a typo in a duration or a list.
+	MaxEstimate = 366 * 24 * time.Hour
+	// MaxEstimateStep bounds estimate.server-start and cell-overhead.
+	MaxEstimateStep = time.Hour
+	// MinPrefillRate is estimate.prefill-rate's floor, 1 MB/s.
+	MinPrefillRate = lab.Size(1000 * 1000)
 )
 
 var (
@@ -138,9 +147,26 @@ var (
 // LoadCampaign reads and checks a campaign file. Every error names the file,
 // line and field; a file that loads will plan.
 func LoadCampaign(path string) (*Campaign, error) {
-	b, err := os.ReadFile(path)
+	// Only a regular file of bounded size: a FIFO would block the open,
+	// /dev/zero would never end.
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("read campaign: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, SpecErrors{{File: path, Msg: "not a regular file; a campaign is a YAML file"}}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read campaign: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxCampaignBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read campaign %s: %w", path, err)
+	}
+	if len(b) > MaxCampaignBytes {
+		return nil, SpecErrors{{File: path, Msg: fmt.Sprintf("larger than %d KiB; a campaign file is at most that", MaxCampaignBytes>>10)}}
 	}
 	return ParseCampaign(path, b)
 }
@@ -159,6 +185,10 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, SpecErrors{{File: file, Line: extra.Line, Col: extra.Column, Msg: "a second YAML document; a campaign file holds one"}}
+	}
+	if a, path := noAliases(&doc, ""); a != nil {
+		return nil, SpecErrors{{File: file, Line: a.Line, Col: a.Column, Field: path,
+			Msg: fmt.Sprintf("alias *%s: aliases are not accepted; write the value out", a.Value)}}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
@@ -309,8 +339,8 @@ func (d *decoder) estimate(n *yaml.Node, path string, e *EstimateParams) {
 		return func(n *yaml.Node, p string) {
 			if s, ok := d.scalar(n, p, "a duration such as 2s"); ok {
 				var v lab.Duration
-				if err := v.Set(s); err != nil || v < 0 {
-					d.fail(n, p, "%q: use a duration such as 500ms or 2s", s)
+				if err := v.Set(s); err != nil || v < 0 || v.D() > MaxEstimateStep {
+					d.fail(n, p, "%q: use a duration such as 500ms or 2s, at most %s", s, MaxEstimateStep)
 					return
 				}
 				*out = v
@@ -323,8 +353,8 @@ func (d *decoder) estimate(n *yaml.Node, path string, e *EstimateParams) {
 		"prefill-rate": func(n *yaml.Node, p string) {
 			if s, ok := d.scalar(n, p, "bytes per second such as 1GB"); ok {
 				v, err := lab.ParseSize(s)
-				if err != nil || v <= 0 {
-					d.fail(n, p, "%q: use bytes per second as %s", s, lab.SizeForms)
+				if err != nil || v < MinPrefillRate {
+					d.fail(n, p, "%q: use bytes per second, at least 1MB, as %s", s, lab.SizeForms)
 					return
 				}
 				e.PrefillRate = v
@@ -354,7 +384,11 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 		"cpus": func(n *yaml.Node, p string) {
 			if s, ok := d.scalar(n, p, "a CPU list"); ok {
 				l, err := lab.ParseCPUList(s)
-				if err != nil || len(l) == 0 {
+				if err != nil {
+					d.fail(n, p, "%v", err)
+					return
+				}
+				if len(l) == 0 {
 					d.fail(n, p, "%q: use %s", s, lab.CPUListForms)
 					return
 				}

@@ -61,6 +61,22 @@ func TestCampaignErrors(t *testing.T) {
 		{"verify too small", strings.Replace(goodSpec, "[1MiB, 8MiB]", "[8B]", 1) + "  verify: header\n", "workload.value-size: values under"},
 		{"prefill word", goodSpec + "  prefill: sometimes\n", "workload.prefill: \"sometimes\": use auto"},
 		{"env not mapping", strings.Replace(goodSpec, "- store: valkey@9.1", "- {store: valkey@9.1, env: [A]}", 1), "versions[0].env: want a mapping"},
+		// Hostile input: each of these once hung, ran out of memory or
+		// wrapped; now each is one located line.
+		{"alias in provider", "provider:\n  kind: netns\n  a: &a [x, x]\n  b: [*a, *a]\n" + goodSpec, "t.yaml:4:7: provider.b[0]: alias *a: aliases are not accepted"},
+		{"alias in workload", goodSpec + "  pipeline: &p 2\n  keyspace: *p\n", "t.yaml:12:13: workload.keyspace: alias *p"},
+		{"cpu list endless", strings.Replace(goodSpec, "threads: 2", "threads: 2\n  cpu-list: 0-9223372036854775807", 1), "t.yaml:10:13: workload.cpu-list: cpu list \"0-9223372036854775807\": CPU 9223372036854775807 is above 8191"},
+		{"server cpus huge", strings.Replace(goodSpec, "workload:", "server: {cpus: 0-2000000000}\nworkload:", 1), "t.yaml:5:16: server.cpus: cpu list \"0-2000000000\": CPU 2000000000 is above 8191"},
+		{"zipf NaN", goodSpec + "  key-dist: zipf:NaN\n", "t.yaml:11:13: workload.key-dist: zipf:NaN: use"},
+		{"zipf Inf", goodSpec + "  key-dist: zipf:Inf\n", "t.yaml:11:13: workload.key-dist: zipf:+Inf: use"},
+		{"ratio overflow", strings.Replace(goodSpec, "[GET, SET]", `["9223372036854775807:1"]`, 1), "t.yaml:6:11: workload.ratio[0]: ratio \"9223372036854775807:1\""},
+		{"threads above bound", strings.Replace(goodSpec, "threads: 2", "threads: 20000", 1), "t.yaml:9:12: workload.threads: 20000 is outside 1-1024"},
+		{"connections above bound", strings.Replace(goodSpec, "connections: 4", "connections: 100000", 1), "t.yaml:8:16: workload.connections: 100000 is outside 1-16384"},
+		{"keyspace past 32 bits", goodSpec + "  keyspace: 5000000000\n", "t.yaml:11:13: workload.keyspace: 5000000000 is outside 1-1073741824"},
+		{"duration above bound", strings.Replace(goodSpec, "duration: 2s", "duration: 25h", 1), "t.yaml:10:13: workload.duration: 25h0m0s: use more than 0s and at most 24h"},
+		{"server start above bound", goodSpec + "estimate: {server-start: 2000000h}\n", "t.yaml:11:26: estimate.server-start: \"2000000h\""},
+		{"prefill rate below 1MB", goodSpec + "estimate: {prefill-rate: 1B}\n", "t.yaml:11:26: estimate.prefill-rate: \"1B\""},
+		{"estimate over a year", "repetitions: 1000\n" + strings.Replace(goodSpec, "duration: 2s", "duration: 24h", 1), "t.yaml:7:3: workload: the plan's estimated wall time is 8000 days (8000 cells); at most 366"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseCampaign("t.yaml", []byte(tc.spec))

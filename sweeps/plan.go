@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -107,6 +108,10 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 		if !ok {
 			continue
 		}
+		// Checked before the product is allocated, not after.
+		if len(out)*len(a.Values) > MaxCells {
+			return nil, fmt.Errorf("the workload block expands to more than %d cells", MaxCells)
+		}
 		next := make([]workloadCell, 0, len(out)*len(a.Values))
 		for _, base := range out {
 			for _, v := range a.Values {
@@ -123,9 +128,6 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 			}
 		}
 		out = next
-		if len(out) > MaxCells {
-			return nil, fmt.Errorf("the workload block expands to more than %d cells", MaxCells)
-		}
 	}
 	for i := range out {
 		wc := &out[i]
@@ -182,13 +184,14 @@ func (c *Campaign) validateWorkload(wc workloadCell) error {
 // cellsOf expands versions × rounds × workloads into ordered cells. With a
 // nil resolver, versions are named by their labels.
 func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
+	at := c.lines["workload"]
 	wcs, err := c.expandWorkloads()
 	if err != nil {
-		return nil, SpecErrors{{File: c.File, Field: "workload", Msg: err.Error()}}
+		return nil, SpecErrors{{File: c.File, Line: at.line, Col: at.col, Field: "workload", Msg: err.Error()}}
 	}
 	total := len(wcs) * len(c.Versions) * c.Repetitions
 	if total > MaxCells {
-		return nil, SpecErrors{{File: c.File, Field: "workload", Msg: fmt.Sprintf("%d cells is more than %d; split the campaign", total, MaxCells)}}
+		return nil, SpecErrors{{File: c.File, Line: at.line, Col: at.col, Field: "workload", Msg: fmt.Sprintf("%d cells is more than %d; split the campaign", total, MaxCells)}}
 	}
 	var errs SpecErrors
 	seenMsg := map[string]bool{}
@@ -276,6 +279,15 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 		}
 	}
 	p.Estimate = p.estimate()
+	if p.Estimate.Total > MaxEstimate {
+		over := ""
+		if p.Estimate.Total == math.MaxInt64 {
+			over = "over "
+		}
+		return nil, SpecErrors{{File: c.File, Line: at.line, Col: at.col, Field: "workload",
+			Msg: fmt.Sprintf("the plan's estimated wall time is %s%d days (%d cells); at most %d: fewer values or repetitions, shorter warmup and duration, or a higher estimate.prefill-rate",
+				over, p.Estimate.Total/(24*time.Hour), len(p.Cells), MaxEstimate/(24*time.Hour))}}
+	}
 	return p, nil
 }
 
@@ -303,25 +315,45 @@ func cellHash(v PlanVersion, w lab.Workload) string {
 }
 
 // cell estimates one cell: overhead, prefill, warmup, measured window.
+// Sums saturate: a hostile file gives a huge estimate (refused), never a
+// negative one.
 func (e EstimateParams) cell(w lab.Workload) time.Duration {
-	d := e.CellOverhead.D() + w.Warmup.D() + w.Duration.D()
-	if w.Prefill && e.PrefillRate > 0 {
-		bytes := float64(w.Keyspace) * float64(w.ValueSz)
-		d += time.Duration(bytes / float64(e.PrefillRate) * float64(time.Second))
+	return addSat(e.CellOverhead.D(), w.Warmup.D(), w.Duration.D(), e.prefill(w))
+}
+
+// prefill is keyspace x value size at the prefill rate, for cells that
+// prefill; computed in floating point, as the product can pass int64.
+func (e EstimateParams) prefill(w lab.Workload) time.Duration {
+	if !w.Prefill || e.PrefillRate <= 0 {
+		return 0
 	}
-	return d
+	secs := float64(w.Keyspace) * float64(w.ValueSz) / float64(e.PrefillRate)
+	if secs >= math.MaxInt64/float64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
+// addSat adds non-negative durations, stopping at the largest one.
+func addSat(ds ...time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		if d > math.MaxInt64-sum {
+			return math.MaxInt64
+		}
+		sum += d
+	}
+	return sum
 }
 
 func (p *Plan) estimate() EstimateSummary {
 	e := p.Campaign.Estimate
 	s := EstimateSummary{ServerStarts: len(p.Blocks), Params: e}
-	s.Total = time.Duration(len(p.Blocks)) * e.ServerStart.D()
+	s.Total = time.Duration(len(p.Blocks)) * e.ServerStart.D() // at most MaxCells hours
 	for _, c := range p.Cells {
-		s.Total += c.Estimate
-		s.Measuring += c.Workload.Warmup.D() + c.Workload.Duration.D()
-		if c.Workload.Prefill && e.PrefillRate > 0 {
-			s.Prefill += time.Duration(float64(c.Workload.Keyspace) * float64(c.Workload.ValueSz) / float64(e.PrefillRate) * float64(time.Second))
-		}
+		s.Total = addSat(s.Total, c.Estimate)
+		s.Measuring = addSat(s.Measuring, c.Workload.Warmup.D(), c.Workload.Duration.D())
+		s.Prefill = addSat(s.Prefill, e.prefill(c.Workload))
 	}
 	s.TotalText = s.Total.Round(time.Second).String()
 	return s

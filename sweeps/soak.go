@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -79,22 +78,29 @@ type Soak struct {
 	Tuning TuningCheck
 }
 
-// Run starts the cell's server version, reruns its workload for Duration,
-// judges the drift and stores the record in soak/.
-func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
-	run, err := ReadRun(s.Store.Dir)
+// SoakCell is the stored record of cell id in the run directory dir, or
+// ErrNoSuchCell. It only reads, so callers check with it before they take
+// the directory's lock or bring any host up.
+func SoakCell(dir, id string) (*CellRecord, error) {
+	run, err := ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	cell := run.Cells[s.CellID]
+	cell := run.Cells[id]
 	if cell == nil {
-		return nil, fmt.Errorf("%w: %s has no cell %s; it has %s", ErrNoSuchCell, s.Store.Dir, s.CellID, someIDs(run, 5))
+		return nil, fmt.Errorf("%w: %s has no cell %s; it has %s", ErrNoSuchCell, dir, id, someIDs(run, 5))
 	}
-	src, err := os.ReadFile(filepath.Join(s.Store.Dir, CampaignFile))
+	return cell, nil
+}
+
+// Run starts the cell's server version, reruns its workload for Duration,
+// judges the drift and stores the record in soak/.
+func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
+	cell, err := SoakCell(s.Store.Dir, s.CellID)
 	if err != nil {
-		return nil, fmt.Errorf("read stored campaign: %w", err)
+		return nil, err
 	}
-	c, err := ParseCampaign(filepath.Join(s.Store.Dir, CampaignFile), src)
+	c, err := LoadCampaign(filepath.Join(s.Store.Dir, CampaignFile))
 	if err != nil {
 		return nil, fmt.Errorf("the stored campaign no longer loads: %w", err)
 	}

@@ -2,6 +2,7 @@ package sweeps
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,5 +62,19 @@ func TestSoak(t *testing.T) {
 	if _, err := (&Soak{Store: r.Store, CellID: "nope", Duration: time.Second, Servers: fs, Bench: sb}).Run(context.Background()); err == nil ||
 		!strings.Contains(err.Error(), "A/GET/1MiB/r1") {
 		t.Errorf("unknown cell: %v", err)
+	}
+	// SoakCell only reads: the CLI checks with it before any host is up.
+	if c, err := SoakCell(dir, "B/GET/2MiB/r1"); err != nil || c.CellID != "B/GET/2MiB/r1" {
+		t.Errorf("SoakCell of a stored cell: %+v %v", c, err)
+	}
+	if _, err := SoakCell(dir, "nope"); !errors.Is(err, ErrNoSuchCell) {
+		t.Errorf("SoakCell of no cell: %v", err)
+	}
+	missing := filepath.Join(dir, "missing")
+	if _, err := SoakCell(missing, "nope"); err == nil || errors.Is(err, ErrNoSuchCell) {
+		t.Errorf("SoakCell of no run directory: %v", err)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("SoakCell made %s", missing)
 	}
 }

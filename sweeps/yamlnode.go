@@ -227,9 +227,41 @@ func (d *decoder) list(n *yaml.Node, path string, each func(el *yaml.Node, path 
 	}
 }
 
+// noAliases finds the first alias (*name) in the tree, with its field path.
+// Aliases are refused everywhere: expanding them is how a small file
+// becomes billions of nodes, and a campaign reads best written out.
+func noAliases(n *yaml.Node, path string) (*yaml.Node, string) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return n, path
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if a, p := noAliases(c, path); a != nil {
+				return a, p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if a, p := noAliases(n.Content[i], path); a != nil {
+				return a, p
+			}
+			if a, p := noAliases(n.Content[i+1], join(path, n.Content[i].Value)); a != nil {
+				return a, p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if a, p := noAliases(c, fmt.Sprintf("%s[%d]", path, i)); a != nil {
+				return a, p
+			}
+		}
+	}
+	return nil, ""
+}
+
 // plain converts an opaque node (provider settings) to plain Go values for
-// the JSON record, refusing nothing but anchors-to-self loops (which yaml
-// already refuses).
+// the JSON record. The tree holds no aliases (noAliases), so this is linear
+// in the file.
 func plain(n *yaml.Node) any {
 	n = deref(n)
 	switch n.Kind {

@@ -12,6 +12,10 @@ import (
 // and docker --cpuset-cpus all take, so a set prints the way it is written.
 type CPUSet []int
 
+// maxCPUs bounds CPU numbers, as lab.MaxCPUs does: 8192 is the most CPUs a
+// kernel can be built for.
+const maxCPUs = 8192
+
 // ParseCPUSet reads the kernel's list format. Whitespace around the list is
 // ignored; an empty string is the empty set.
 func ParseCPUSet(s string) (CPUSet, error) {
@@ -33,8 +37,10 @@ func ParseCPUSet(s string) (CPUSet, error) {
 				return nil, fmt.Errorf("bad CPU list %q: %q is not a range like 0-3", s, part)
 			}
 		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("bad CPU list %q: range %q is too large", s, part)
+		// Checked before the loop, which it bounds: a range ending at the
+		// largest int would never end.
+		if b >= maxCPUs {
+			return nil, fmt.Errorf("bad CPU list %q: CPU %d is above %d, the highest CPU number Linux has", s, b, maxCPUs-1)
 		}
 		for c := a; c <= b; c++ {
 			seen[c] = true

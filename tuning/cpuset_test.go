@@ -3,7 +3,11 @@ package tuning
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 func TestParseCPUSet(t *testing.T) {
@@ -53,5 +57,20 @@ func TestCPUSetOps(t *testing.T) {
 	var back struct{ S CPUSet }
 	if err := json.Unmarshal(j, &back); err != nil || back.S.String() != "0-3,8" {
 		t.Errorf("json back = %v, %v", back.S, err)
+	}
+}
+
+// A range ending near the largest int would loop forever (the counter
+// wraps) and a long one would fill memory: both end at once with an error.
+func TestParseCPUSetIsBounded(t *testing.T) {
+	for _, in := range []string{"0-2000000000", "0-9223372036854775807", "9223372036854775806-9223372036854775807", "8192", "0-4095,4096-8191,8192-12287"} {
+		labtest.Within(t, 5*time.Second, func() {
+			if _, err := ParseCPUSet(in); err == nil || !strings.Contains(err.Error(), "8191") {
+				t.Errorf("%q: %v, want an error naming the bound", in, err)
+			}
+		})
+	}
+	if c, err := ParseCPUSet("0-8191"); err != nil || len(c) != 8192 {
+		t.Errorf("the whole range: %d CPUs, %v", len(c), err)
 	}
 }

@@ -45,6 +45,18 @@ func runSink(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate sink: %v (see linerate sink --help)\n", err)
 		return lab.ExitUsage
 	}
+	// The value is built whole before listening: bound it as bench does.
+	switch {
+	case size < 1 || size > lab.MaxValueSize:
+		fmt.Fprintf(os.Stderr, "linerate sink: -s/--value-size %s: use 1B to %s\n", size, lab.MaxValueSize)
+		return lab.ExitUsage
+	case *keyspace < 1 || *keyspace > lab.MaxKeyspace:
+		fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, lab.MaxKeyspace)
+		return lab.ExitUsage
+	case *port < 0 || *port > 65535:
+		fmt.Fprintf(os.Stderr, "linerate sink: -p/--port %d: use 0-65535 (0: any free port)\n", *port)
+		return lab.ExitUsage
+	}
 	addr := *bind + ":" + strconv.Itoa(*port)
 	l, err := lab.SinkListen(addr)
 	if err != nil {

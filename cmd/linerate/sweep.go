@@ -15,6 +15,7 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/aws"
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/parts"
 	"github.com/linerate/linerate/tuning"
@@ -57,6 +58,12 @@ unless --redo. docs/sweeps.md describes the file format.
 Flags:
 `
 
+// Bounds on sweep flags; beyond them a value is a typo.
+const (
+	maxMaxAttempts = 100
+	maxLinkGbps    = 10000
+)
+
 // sweepStarter also resolves selectors to exact versions so cell IDs carry
 // them (valkey@9.1 -> valkey-9.1.2).
 var sweepStarter = &parts.Starter{}
@@ -67,9 +74,9 @@ func runSweep(ctx context.Context, args []string) int {
 	asJSON := fs.Bool("json", false, "plan: print the plan as JSON")
 	out := fs.String("out", "", "run: run directory (default runs/<campaign name>)")
 	redo := fs.Bool("redo", false, "run: run every cell again, done ones too")
-	maxAttempts := fs.Int("max-attempts", sweeps.DefaultMaxAttempts, "run: stop retrying a cell after this many failed attempts")
+	maxAttempts := fs.Int("max-attempts", sweeps.DefaultMaxAttempts, "run: stop retrying a cell after this many failed attempts (1-100)")
 	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
-	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label (0: unknown, as on loopback)")
+	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label, 0-10000 (0: unknown, as on loopback)")
 	profiles := fs.String("profiles", "tuning/profiles", "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)")
 	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
@@ -84,8 +91,13 @@ func runSweep(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "linerate sweep: use linerate sweep plan FILE or linerate sweep run FILE (see linerate sweep --help)")
 		return 2
 	}
-	if *maxAttempts < 1 {
-		fmt.Fprintf(os.Stderr, "linerate sweep: --max-attempts %d: use 1 or more\n", *maxAttempts)
+	if *maxAttempts < 1 || *maxAttempts > maxMaxAttempts {
+		fmt.Fprintf(os.Stderr, "linerate sweep: --max-attempts %d: use 1-%d\n", *maxAttempts, maxMaxAttempts)
+		return 2
+	}
+	// Written so that NaN fails too.
+	if !(*linkGbps >= 0 && *linkGbps <= maxLinkGbps) {
+		fmt.Fprintf(os.Stderr, "linerate sweep: --link-gbps %g: use 0 (unknown) to %d\n", *linkGbps, maxLinkGbps)
 		return 2
 	}
 	if *only != "" {
@@ -222,12 +234,14 @@ Examples:
   linerate soak runs/study --cell valkey-9.1.0/GET/8MB/r1 --duration 15m
   linerate soak runs/local --cell valkey-9.1.2/SET/64MiB/r1 --duration 2m   # IDs as sweep plan prints them
 
---duration is at least 10s: drift needs a series. The soak runs on the
+--duration is 10s to 24h: drift needs a series. The soak runs on the
 campaign's own provider: its netns, ssh or aws pair is brought up again (aws
 asks first and takes the same --aws-profile/--region/--ssh-from flags as
 sweep run) and taken down after.
 Exit codes: 0 the soak ran (the report says whether it drifted); 1 it
-failed (server, bench); 2 bad input (flags, a cell ID the run lacks).
+failed (server, bench); 2 bad input (flags, a run directory or a cell ID
+the run lacks, a stored campaign that no longer loads), found before
+anything is brought up.
 
 Flags:
 `
@@ -251,8 +265,24 @@ func runSoak(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "linerate soak: give one run directory and --cell ID (see linerate soak --help)")
 		return 2
 	}
-	if *dur < 10*time.Second {
-		fmt.Fprintf(os.Stderr, "linerate soak: --duration %s: use at least 10s; drift needs a series (e.g. 15m)\n", *dur)
+	if *dur < 10*time.Second || *dur > lab.MaxDuration {
+		fmt.Fprintf(os.Stderr, "linerate soak: --duration %s: use 10s to %s; drift needs a series (e.g. 15m)\n", *dur, lab.MaxDuration)
+		return 2
+	}
+	// The cell and the campaign are checked before the lock is taken and
+	// before any host is up or tuned: a typo costs nothing.
+	if _, err := sweeps.SoakCell(fs.Arg(0), *cell); err != nil {
+		what := "" // a missing or unreadable directory names itself
+		if errors.Is(err, sweeps.ErrNoSuchCell) {
+			what = "--cell: "
+		}
+		fmt.Fprintf(os.Stderr, "linerate soak: %s%v\n", what, err)
+		return 2
+	}
+	// The soak runs where the campaign ran: its own hosts, brought up again.
+	c, err := sweeps.LoadCampaign(filepath.Join(fs.Arg(0), "campaign.yaml"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		return 2
 	}
 	st, err := sweeps.OpenStore(fs.Arg(0))
@@ -262,12 +292,6 @@ func runSoak(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, fs.Arg(0))
-	// The soak runs where the campaign ran: its own hosts, brought up again.
-	c, err := sweeps.LoadCampaign(filepath.Join(fs.Arg(0), "campaign.yaml"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
-		return 1
-	}
 	tune, err := loadTuning(c, *profiles)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)

@@ -211,3 +211,17 @@ func Dist(t testing.TB) string {
 	}
 	return distOnce.dir
 }
+
+// Within fails the test when f has not returned within limit: a parser
+// that loops over a hostile range would otherwise hang the whole run. The
+// goroutine is left behind on failure; the test binary ends soon after.
+func Within(t testing.TB, limit time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("still running after %s", limit)
+	}
+}

@@ -1,0 +1,97 @@
+package lab_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+// Hostile CPU lists end at once with an error: one would allocate gigabytes,
+// the others would loop forever (the counter wraps at the largest int).
+func TestParseCPUListIsBounded(t *testing.T) {
+	for _, in := range []string{
+		"0-2000000000", "0-9223372036854775807", "9223372036854775806-9223372036854775807",
+		"8192", "0-8192", "0,8191-9000",
+	} {
+		labtest.Within(t, 5*time.Second, func() {
+			if l, err := lab.ParseCPUList(in); err == nil {
+				t.Errorf("ParseCPUList(%q) accepted %d CPUs", in, len(l))
+			} else if !strings.Contains(err.Error(), "8191") {
+				t.Errorf("ParseCPUList(%q): %v; want the bound named", in, err)
+			}
+		})
+	}
+	l, err := lab.ParseCPUList("0-8191")
+	if err != nil || len(l) != lab.MaxCPUs {
+		t.Errorf("the whole range: %d CPUs, %v", len(l), err)
+	}
+}
+
+func TestParseRatioIsBounded(t *testing.T) {
+	for _, in := range []string{"9223372036854775807:1", "1:9223372036854775807", "1000001:0", "-1:1"} {
+		if r, err := lab.ParseRatio(in); err == nil {
+			t.Errorf("ParseRatio(%q) = %v, want an error", in, r)
+		}
+	}
+	if r, err := lab.ParseRatio("1000000:1000000"); err != nil || r.Gets+r.Sets != 2*lab.MaxRatioWeight {
+		t.Errorf("the largest ratio: %v %v", r, err)
+	}
+}
+
+func TestParseKeyDistIsBounded(t *testing.T) {
+	for _, in := range []string{"zipf:NaN", "zipf:Inf", "zipf:-Inf", "zipf:1", "zipf:1.0000000000000002", "zipf:10.5", "zipf:1e300", "uniform:NaN"} {
+		if d, err := lab.ParseKeyDist(in); err == nil {
+			t.Errorf("ParseKeyDist(%q) = %v, want an error", in, d)
+		}
+	}
+	for _, in := range []string{"zipf:1.001", "zipf:1.1", "zipf:10"} {
+		if _, err := lab.ParseKeyDist(in); err != nil {
+			t.Errorf("ParseKeyDist(%q): %v", in, err)
+		}
+	}
+}
+
+// Every bound names its flag, also for workloads built in code (the sweeps
+// planner), which never went through the flag parsers.
+func TestValidateBounds(t *testing.T) {
+	base := lab.Workload{Connections: 32, Threads: 2}.Resolve()
+	for _, tc := range []struct {
+		name string
+		mut  func(*lab.Workload)
+		flag string
+	}{
+		{"connections", func(w *lab.Workload) { w.Connections = lab.MaxConnections + 1 }, "-c/--connections"},
+		{"threads", func(w *lab.Workload) { w.Connections, w.Threads = 2000, 2000 }, "-t/--threads"},
+		{"in flight", func(w *lab.Workload) { w.Connections, w.Pipeline = 1024, 128 }, "-P/--pipeline"},
+		{"keyspace past 32 bits", func(w *lab.Workload) { w.Keyspace, w.KeySize = 1<<32+5, 20 }, "-n/--keyspace"},
+		{"keyspace", func(w *lab.Workload) { w.Keyspace, w.KeySize = lab.MaxKeyspace+1, 20 }, "-n/--keyspace"},
+		{"duration", func(w *lab.Workload) { w.Duration = lab.Duration(25 * time.Hour) }, "-d/--duration"},
+		{"warmup", func(w *lab.Workload) { w.Warmup = lab.Duration(math.MaxInt64) }, "--warmup"},
+		{"request timeout", func(w *lab.Workload) { w.RequestTimeout = lab.Duration(2 * time.Hour) }, "--request-timeout"},
+		{"series memory", func(w *lab.Workload) { w.Connections, w.Threads, w.Duration = 64, 64, lab.Duration(3*time.Hour) }, "-d/--duration"},
+		{"ratio overflow", func(w *lab.Workload) { w.Ratio = lab.Ratio{Gets: math.MaxInt, Sets: 1} }, "-r/--ratio"},
+		{"zipf NaN", func(w *lab.Workload) { w.KeyDist = lab.KeyDist{Kind: lab.KeyZipf, Alpha: math.NaN()} }, "--key-dist"},
+		{"cpu too high", func(w *lab.Workload) { w.CPUList = lab.CPUList{0, lab.MaxCPUs} }, "--cpu-list"},
+		{"cpu twice", func(w *lab.Workload) { w.CPUList = lab.CPUList{3, 3} }, "--cpu-list"},
+	} {
+		w := base
+		tc.mut(&w)
+		err := w.Validate()
+		fe, ok := err.(*lab.FieldError)
+		if !ok || fe.Field != tc.flag {
+			t.Errorf("%s: want an error naming %s, got %v", tc.name, tc.flag, err)
+		}
+	}
+	// The edges themselves are fine.
+	edge := base
+	edge.Connections, edge.Threads, edge.Pipeline = lab.MaxConnections, lab.MaxThreads, lab.MaxInFlight/lab.MaxConnections
+	edge.Keyspace, edge.KeySize = lab.MaxKeyspace, 20
+	edge.Duration, edge.Warmup, edge.RequestTimeout = lab.Duration(lab.MaxThreadSeconds/lab.MaxThreads*time.Second), lab.Duration(lab.MaxDuration), lab.Duration(lab.MaxRequestTimeout)
+	if err := edge.Validate(); err != nil {
+		t.Errorf("the bounds themselves: %v", err)
+	}
+}

@@ -155,7 +155,17 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
-	place, code := placeHosts(ctx, c, dir, ra, "sweep run")
+	var keep func(sweeps.Cell) bool
+	if *only != "" {
+		keep = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	}
+	// Before remote versions resolve, --only may match no cell ID yet:
+	// then the whole plan is what the hosts must outlive.
+	need := p.EstimateOf(keep)
+	if need == 0 {
+		need = p.EstimateOf(nil)
+	}
+	place, code := placeHosts(ctx, c, dir, ra, "sweep run", "the plan", need)
 	if place == nil {
 		return code
 	}
@@ -177,8 +187,8 @@ func runSweep(ctx context.Context, args []string) int {
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
 	}
-	if *only != "" {
-		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	if keep != nil {
+		r.Only = keep
 		n := 0
 		for _, cell := range p.Cells {
 			if r.Only(cell) {
@@ -274,7 +284,7 @@ func runSoak(ctx context.Context, args []string) int {
 		return 2
 	}
 	ra.queues = tune.queues()
-	place, code := placeHosts(ctx, c, fs.Arg(0), ra, "soak")
+	place, code := placeHosts(ctx, c, fs.Arg(0), ra, "soak", "the soak", *dur)
 	if place == nil {
 		return code
 	}
@@ -312,16 +322,17 @@ func reapOrphans(ctx context.Context, dir string) {
 // remoteFlags are how sweep run and soak reach ssh and aws hosts.
 type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
-	keysEnv, yes                          bool
+	keysEnv, yes, sshFromWide             bool
 	queues                                int // from the tuning profile, not a flag
 }
 
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	var f remoteFlags
 	fs.StringVar(&f.awsProfile, "aws-profile", "", "aws provider: shared-config profile with the credentials (a campaign file never holds them)")
-	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws provider: take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
+	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws provider: take AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (temporary credentials) AWS_SESSION_TOKEN from the environment")
 	fs.StringVar(&f.region, "region", "", "aws provider: region (default the campaign's provider.region)")
 	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: the only address admitted to SSH, e.g. 203.0.113.7/32 (default the campaign's provider.ssh-from)")
+	fs.BoolVar(&f.sshFromWide, "ssh-from-wide", false, "aws provider: admit an ssh-from wider than /24 (IPv4) or /56 (IPv6)")
 	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
 	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
 	return &f
@@ -331,10 +342,11 @@ func remote(c *sweeps.Campaign) bool {
 	return c.Provider.Kind == sweeps.ProviderSSH || c.Provider.Kind == sweeps.ProviderAWS
 }
 
-// placeHosts brings up the campaign's hosts; nil and an exit code on
-// failure, the error printed.
-func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who string) (*parts.Placement, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues,
+// placeHosts brings up the campaign's hosts, which what (the plan, the
+// soak) needs for about need; nil and an exit code on failure, the error
+// printed.
+func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who, what string, need time.Duration) (*parts.Placement, int) {
+	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, SSHFromWide: f.sshFromWide,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
@@ -348,7 +360,7 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 		opt.SSHFrom = pfx
 	}
 	if f.keysEnv {
-		opt.AWS.AccessKeyID, opt.AWS.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		opt.AWS.KeysFromEnv()
 	}
 	if c.Provider.Kind == sweeps.ProviderAWS {
 		switch {
@@ -359,6 +371,16 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 			fmt.Fprintf(os.Stderr, "linerate %s: --access-keys-from-env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set\n", who)
 			return nil, 2
 		}
+		// Bad settings and work longer than the dead-man fail here, before
+		// anything is asked of AWS.
+		cfg, err := parts.AWSConfig(c, opt)
+		if err == nil {
+			err = parts.CheckDeadMan(cfg, what, need)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+			return nil, 2
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
@@ -367,6 +389,7 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 	place, err := parts.Place(ctx, c, dir, opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+		leftoverHint(err, who)
 		if ctx.Err() != nil {
 			return nil, 130
 		}
@@ -382,6 +405,16 @@ func downHosts(ctx context.Context, place *parts.Placement, who string) {
 	defer cancel()
 	if err := place.Down(dctx); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: take the hosts down: %v\n", who, err)
+		leftoverHint(err, who)
+	}
+}
+
+// leftoverHint says how aws resources a failed teardown left are found:
+// their lease is no longer renewed, and gc removes them once it has run
+// out.
+func leftoverHint(err error, who string) {
+	if errors.Is(err, aws.ErrNotTornDown) {
+		fmt.Fprintf(os.Stderr, "linerate %s: what is left is no longer renewed: linerate infra gc --provider aws --region … removes it once its lease has run out (20m)\n", who)
 	}
 }
 

@@ -152,7 +152,7 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 			}
 		}
 		r := &Resource{Kind: "key-pair", ID: f.newID("key"), Name: name, Tags: tagSpecs(form)["key-pair"]}
-		f.res = append(f.res, r)
+		f.keep(r)
 		body := fmt.Sprintf("<keyName>%s</keyName><keyPairId>%s</keyPairId><keyFingerprint>SHA256:fake</keyFingerprint>", esc(name), r.ID)
 		if action == "CreateKeyPair" {
 			body += "<keyMaterial>-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n-----END OPENSSH PRIVATE KEY-----</keyMaterial>"
@@ -175,14 +175,9 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 		if r == nil {
 			return "<return>true</return>", nil // EC2 answers true for a missing key
 		}
-		if e := f.failDelete(r); e != nil {
+		if e := f.remove(r, action, nil); e != nil {
 			return "", e
 		}
-		if e := f.inUseOnce(r); e != nil {
-			return "", e
-		}
-		r.deleted = true
-		f.touch(r, action)
 		return "<return>true</return>", nil
 
 	case "CreatePlacementGroup":
@@ -194,11 +189,11 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 			return "", errf("InvalidParameterValue", "the fake only makes cluster groups, got %q", get(form, "Strategy"))
 		}
 		st := "available"
-		if f.Faults.PlacementPendingPolls > 0 {
+		if f.cur.PlacementPendingPolls > 0 {
 			st = "pending"
 		}
 		r := &Resource{Kind: "placement-group", ID: f.newID("pg"), Name: name, State: st, Tags: tagSpecs(form)["placement-group"]}
-		f.res = append(f.res, r)
+		f.keep(r)
 		return "<placementGroup>" + pgXML(r) + "</placementGroup>", nil
 
 	case "DescribePlacementGroups":
@@ -211,7 +206,7 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 			}
 			if r.State == "pending" {
 				r.polls++
-				if r.polls > f.Faults.PlacementPendingPolls {
+				if r.polls > f.cur.PlacementPendingPolls {
 					r.State = "available"
 				}
 			}
@@ -228,18 +223,11 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 		if r == nil {
 			return "", errf("InvalidPlacementGroup.Unknown", "The Placement Group '%s' is unknown.", name)
 		}
-		if e := f.failDelete(r); e != nil {
-			return "", e
-		}
+		var blocked *apiError
 		if f.find("instance", func(i *Resource) bool { return i.PlacementGroup == name }) != nil {
-			return "", errf("InvalidPlacementGroup.InUse", "The placement group '%s' is in use and may not be deleted.", name)
+			blocked = errf("InvalidPlacementGroup.InUse", "The placement group '%s' is in use and may not be deleted.", name)
 		}
-		if e := f.inUseOnce(r); e != nil {
-			return "", e
-		}
-		r.deleted = true
-		f.touch(r, action)
-		return "", nil
+		return "", f.remove(r, action, blocked)
 
 	case "CreateSecurityGroup":
 		name := get(form, "GroupName")
@@ -250,7 +238,7 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 			return "", errf("MissingParameter", "The request must contain the parameter GroupDescription")
 		}
 		r := &Resource{Kind: "security-group", ID: f.newID("sg"), Name: name, Tags: tagSpecs(form)["security-group"]}
-		f.res = append(f.res, r)
+		f.keep(r)
 		return "<groupId>" + r.ID + "</groupId>", nil
 
 	case "AuthorizeSecurityGroupIngress":
@@ -304,17 +292,13 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 		if r == nil {
 			return "", errf("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}
-		if e := f.failDelete(r); e != nil {
-			return "", e
-		}
+		var blocked *apiError
 		if f.find("instance", func(i *Resource) bool { return i.SecurityGroup == id }) != nil {
-			return "", errf("DependencyViolation", "resource %s has a dependent object", id)
+			blocked = errf("DependencyViolation", "resource %s has a dependent object", id)
 		}
-		if e := f.inUseOnce(r); e != nil {
+		if e := f.remove(r, action, blocked); e != nil {
 			return "", e
 		}
-		r.deleted = true
-		f.touch(r, action)
 		return "<return>true</return><groupId>" + id + "</groupId>", nil
 
 	case "RunInstances":
@@ -365,89 +349,8 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 	return "", errf("InvalidAction", "The action %s is not valid for this web service (the fake has no %s).", action, action)
 }
 
-// lookUp checks that every instance ID is known. Each call that names an
-// instance counts as a look, and a new instance is unknown for its first
-// NotFoundLooks looks.
-func (f *Fake) lookUp(ids []string) *apiError {
-	var missing []string
-	for _, id := range ids {
-		r := f.instance(id)
-		if r == nil {
-			missing = append(missing, id)
-			continue
-		}
-		if r.looks++; r.looks <= r.hidden {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return errf("InvalidInstanceID.NotFound", "The instance IDs '%s' do not exist", strings.Join(missing, ", "))
-	}
-	return nil
-}
-
-// touch records a change to r by the caller being served.
-func (f *Fake) touch(r *Resource, action string) {
-	r.Touched = append(r.Touched, action+" by "+f.caller)
-}
-
-// failDelete is the configured error for deleting r, if any.
-func (f *Fake) failDelete(r *Resource) *apiError {
-	if code := f.Faults.FailDelete[r.Kind]; code != "" {
-		return errf(code, "You are not authorized to delete %s %s (injected).", r.Kind, r.ID)
-	}
-	return nil
-}
-
-// createTags sets tags on instances, groups and key pairs by ID; one
-// unknown ID fails the whole call, as in EC2.
-func (f *Fake) createTags(form map[string][]string) (string, *apiError) {
-	ids := list(form, "ResourceId")
-	tags := map[string]string{}
-	for i := 1; ; i++ {
-		k := get(form, fmt.Sprintf("Tag.%d.Key", i))
-		if k == "" {
-			break
-		}
-		tags[k] = get(form, fmt.Sprintf("Tag.%d.Value", i))
-	}
-	var found []*Resource
-	var insts []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, "i-") {
-			insts = append(insts, id)
-			found = append(found, f.instance(id))
-			continue
-		}
-		var r *Resource
-		for _, x := range f.res {
-			if x.ID == id && x.Live() {
-				r = x
-			}
-		}
-		if r == nil {
-			code := map[string]string{"sg": "InvalidGroup.NotFound", "pg": "InvalidPlacementGroup.Unknown", "key": "InvalidKeyPair.NotFound"}[strings.SplitN(id, "-", 2)[0]]
-			if code == "" {
-				code = "InvalidID"
-			}
-			return "", errf(code, "The ID '%s' does not exist", id)
-		}
-		found = append(found, r)
-	}
-	if e := f.lookUp(insts); e != nil {
-		return "", e
-	}
-	for _, r := range found {
-		for k, v := range tags {
-			r.Tags[k] = v
-		}
-		f.touch(r, "CreateTags")
-	}
-	return "<return>true</return>", nil
-}
-
 func (f *Fake) inUseOnce(r *Resource) *apiError {
-	if f.Faults.InUseOnce[r.Kind] && !f.inUse[r.ID] {
+	if f.cur.InUseOnce[r.Kind] && !f.inUse[r.ID] {
 		f.inUse[r.ID] = true
 		if r.Kind == "placement-group" {
 			return errf("InvalidPlacementGroup.InUse", "The placement group '%s' is in use and may not be deleted.", r.Name)
@@ -472,7 +375,7 @@ func (f *Fake) advance(r *Resource) {
 	r.polls++
 	switch r.State {
 	case "pending":
-		if !f.Faults.NeverRunning && r.polls >= 2 {
+		if !f.cur.NeverRunning && r.polls >= 2 {
 			r.State = "running"
 			// Loopback: nothing that follows an answer of the fake can leave
 			// this machine (a real SSH wait dials the public address).
@@ -533,7 +436,7 @@ func (f *Fake) runInstances(form map[string][]string) (string, *apiError) {
 	if f.find("key-pair", func(r *Resource) bool { return r.Name == key }) == nil {
 		return "", errf("InvalidKeyPair.NotFound", "The key pair '%s' does not exist", key)
 	}
-	if has(f.Faults.NoCapacityZones, zone) {
+	if has(f.cur.NoCapacityZones, zone) {
 		return "", errf("InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", itype, zone)
 	}
 	ud, _ := base64.StdEncoding.DecodeString(get(form, "UserData"))
@@ -543,11 +446,8 @@ func (f *Fake) runInstances(form map[string][]string) (string, *apiError) {
 		r := &Resource{Kind: "instance", ID: f.newID("i"), State: "pending", Tags: tags["instance"], Zone: zone,
 			SecurityGroup: sgs[0], PlacementGroup: pg, KeyName: key, ImageID: get(form, "ImageId"), InstanceType: itype,
 			LaunchIndex: i, UserData: string(ud), ShutdownBehavior: get(form, "InstanceInitiatedShutdownBehavior"),
-			ClientToken: token, hidden: f.Faults.NotFoundLooks[i], listLag: f.Faults.TagListLag}
-		if r.Tags == nil {
-			r.Tags = map[string]string{}
-		}
-		f.res = append(f.res, r)
+			ClientToken: token, hidden: f.cur.NotFoundLooks[i], listLag: f.cur.TagListLag}
+		f.keep(r)
 		b.WriteString("<item>" + instXML(r) + "</item>")
 	}
 	return reservationXML(b.String()), nil

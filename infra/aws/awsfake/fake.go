@@ -68,8 +68,10 @@ type Resource struct {
 	ClientToken                                                         string
 	// Security groups only: "tcp:22:22 from 203.0.113.7/32", "-1 from sg-…".
 	Rules []string
-	// Touched lists every change made to the resource after its creation,
-	// as "Action by ACCESS-KEY-ID": whose call ended or retagged it.
+	// Creator is the access key ID that made the resource; Touched lists
+	// every change made to it since, as "Action by ACCESS-KEY-ID": whose
+	// call ended or retagged it.
+	Creator string
 	Touched []string
 
 	polls    int
@@ -125,7 +127,9 @@ type Fake struct {
 	calls  []Call
 	seq    int
 	inUse  map[string]bool
-	caller string // of the call being served, for Touched
+	perKey map[string]*Faults // SetFaultsFor
+	caller string             // of the call being served: Creator, Touched
+	cur    *Faults            // the faults for that call
 }
 
 // New starts a fake on 127.0.0.1 with region us-east-1's shape: three
@@ -156,6 +160,27 @@ func (f *Fake) SetFaults(edit func(*Faults)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	edit(&f.Faults)
+}
+
+// SetFaultsFor gives the calls signed with access key ID key their own
+// faults instead of Faults: a test runs several clients side by side, each
+// with its own.
+func (f *Fake) SetFaultsFor(key string, fl Faults) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.perKey == nil {
+		f.perKey = map[string]*Faults{}
+	}
+	f.perKey[key] = &fl
+}
+
+// begin notes the call being served (f.mu held).
+func (f *Fake) begin(c Call) {
+	f.calls = append(f.calls, c)
+	f.caller, f.cur = c.Key, &f.Faults
+	if fl := f.perKey[c.Key]; fl != nil {
+		f.cur = fl
+	}
 }
 
 // Calls are the actions received, in order.
@@ -285,18 +310,17 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	call.Action = r.PostForm.Get("Action")
 	action := call.Action
 	f.mu.Lock()
-	f.calls = append(f.calls, call)
+	f.begin(call)
 	n := len(f.calls)
 	var body string
 	apiErr := f.throttled(action)
 	if apiErr == nil {
-		f.caller = call.Key
 		body, apiErr = f.do(action, r.PostForm)
 	}
-	hang := f.Faults.HangAfter[action]
-	drop := f.Faults.DropReply[action] > 0
+	hang := f.cur.HangAfter[action]
+	drop := f.cur.DropReply[action] > 0
 	if drop {
-		f.Faults.DropReply[action]--
+		f.cur.DropReply[action]--
 	}
 	f.mu.Unlock()
 	f.after(call)
@@ -343,8 +367,8 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 func (f *Fake) throttled(action string) *apiError {
-	if f.Faults.Throttle[action] > 0 {
-		f.Faults.Throttle[action]--
+	if f.cur.Throttle[action] > 0 {
+		f.cur.Throttle[action]--
 		return &apiError{status: 503, code: "RequestLimitExceeded", message: "Request limit exceeded."}
 	}
 	return nil

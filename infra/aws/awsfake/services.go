@@ -19,10 +19,10 @@ func (f *Fake) serveSSM(w http.ResponseWriter, r *http.Request, target string) {
 	call := signer(r)
 	call.Action = "ssm:" + action
 	f.mu.Lock()
-	f.calls = append(f.calls, call)
+	f.begin(call)
 	apiErr := f.throttled(call.Action)
 	ami, ok := f.AMIs[in.Name]
-	hang := f.Faults.HangAfter[call.Action]
+	hang := f.cur.HangAfter[call.Action]
 	f.mu.Unlock()
 	f.after(call)
 	if hang {
@@ -63,7 +63,7 @@ func (f *Fake) servePricing(w http.ResponseWriter, r *http.Request, action strin
 	call := signer(r)
 	call.Action = "pricing:" + action
 	f.mu.Lock()
-	f.calls = append(f.calls, call)
+	f.begin(call)
 	want := map[string]string{}
 	for _, flt := range in.Filters {
 		want[flt.Field] = flt.Value

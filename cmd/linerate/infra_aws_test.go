@@ -216,10 +216,14 @@ workload:
 func TestSweepRunRefusesPlanLongerThanDeadMan(t *testing.T) {
 	fakeEnv(t, "AKIDDEADMAN")
 	long := awsCampaign(t, ", ssh-from: 203.0.113.7/32, dead-man: 30m", "40m")
-	code, _, stderr := linerate(t, "", "n\n", "sweep", "run", long, "--out", filepath.Join(t.TempDir(), "run"),
+	run := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := linerate(t, "", "n\n", "sweep", "run", long, "--out", run,
 		"--access-keys-from-env", "--aws-endpoint", "http://127.0.0.1:9")
 	if code != 2 || !strings.Contains(stderr, "dead-man") || !strings.Contains(stderr, "30m") || !strings.Contains(stderr, "40m") {
 		t.Errorf("exit %d, want 2 naming the estimate and the dead-man:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		t.Errorf("refused, but the run directory was made (%v)", err)
 	}
 	short := awsCampaign(t, ", ssh-from: 203.0.113.7/32, dead-man: 30m", "1m")
 	code, _, stderr = linerate(t, "", "n\n", "sweep", "run", short, "--out", filepath.Join(t.TempDir(), "run"),

@@ -144,6 +144,20 @@ func runSweep(ctx context.Context, args []string) int {
 		return 2
 	}
 	ra.queues = tune.queues()
+	var keep func(sweeps.Cell) bool
+	if *only != "" {
+		keep = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	}
+	// Before remote versions resolve, --only may match no cell ID yet:
+	// then the whole plan is what the hosts must outlive.
+	need := p.EstimateOf(keep)
+	if need == 0 {
+		need = p.EstimateOf(nil)
+	}
+	opt, code := placeOptions(c, ra, "sweep run", "the plan", need)
+	if code != 0 {
+		return code
+	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)
@@ -155,17 +169,7 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
-	var keep func(sweeps.Cell) bool
-	if *only != "" {
-		keep = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
-	}
-	// Before remote versions resolve, --only may match no cell ID yet:
-	// then the whole plan is what the hosts must outlive.
-	need := p.EstimateOf(keep)
-	if need == 0 {
-		need = p.EstimateOf(nil)
-	}
-	place, code := placeHosts(ctx, c, dir, ra, "sweep run", "the plan", need)
+	place, code := placeHosts(ctx, c, dir, opt, "sweep run")
 	if place == nil {
 		return code
 	}
@@ -284,7 +288,11 @@ func runSoak(ctx context.Context, args []string) int {
 		return 2
 	}
 	ra.queues = tune.queues()
-	place, code := placeHosts(ctx, c, fs.Arg(0), ra, "soak", "the soak", *dur)
+	opt, code := placeOptions(c, ra, "soak", "the soak", *dur)
+	if code != 0 {
+		return code
+	}
+	place, code := placeHosts(ctx, c, fs.Arg(0), opt, "soak")
 	if place == nil {
 		return code
 	}
@@ -342,10 +350,11 @@ func remote(c *sweeps.Campaign) bool {
 	return c.Provider.Kind == sweeps.ProviderSSH || c.Provider.Kind == sweeps.ProviderAWS
 }
 
-// placeHosts brings up the campaign's hosts, which what (the plan, the
-// soak) needs for about need; nil and an exit code on failure, the error
-// printed.
-func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who, what string, need time.Duration) (*parts.Placement, int) {
+// placeOptions turns the remote flags into Place's options and checks
+// them, and for aws the campaign's settings and that what (the plan, the
+// soak), needing about need, ends before the dead-man shutdown; nothing is
+// asked of AWS yet. A non-zero exit code is bad input, the error printed.
+func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need time.Duration) (parts.PlaceOptions, int) {
 	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, SSHFromWide: f.sshFromWide,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
@@ -355,7 +364,7 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 		pfx, err := netip.ParsePrefix(f.sshFrom)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate %s: --ssh-from %q: want a CIDR such as 203.0.113.7/32\n", who, f.sshFrom)
-			return nil, 2
+			return opt, 2
 		}
 		opt.SSHFrom = pfx
 	}
@@ -366,10 +375,10 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 		switch {
 		case f.awsProfile == "" && !f.keysEnv:
 			fmt.Fprintf(os.Stderr, "linerate %s: %s: aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)\n", who, c.File)
-			return nil, 2
+			return opt, 2
 		case f.keysEnv && (opt.AWS.AccessKeyID == "" || opt.AWS.SecretAccessKey == ""):
 			fmt.Fprintf(os.Stderr, "linerate %s: --access-keys-from-env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set\n", who)
-			return nil, 2
+			return opt, 2
 		}
 		// Bad settings and work longer than the dead-man fail here, before
 		// anything is asked of AWS.
@@ -379,9 +388,15 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
-			return nil, 2
+			return opt, 2
 		}
 	}
+	return opt, 0
+}
+
+// placeHosts brings up the campaign's hosts; nil and an exit code on
+// failure, the error printed.
+func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, opt parts.PlaceOptions, who string) (*parts.Placement, int) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
 		return nil, 1

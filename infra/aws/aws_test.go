@@ -251,17 +251,23 @@ func TestUpDownScenarios(t *testing.T) {
 func TestCancelHalfwayThroughUp(t *testing.T) {
 	steps := []struct {
 		action string
-		hang   bool // the answer never arrives
+		hang   bool   // the answer never arrives
+		after  string // cancel at the first action after this one
 	}{
-		{"DescribeInstanceTypes", false}, {"ssm:GetParameter", false}, {"CreateKeyPair", false},
-		{"CreatePlacementGroup", false}, {"DescribePlacementGroups", false}, {"CreateSecurityGroup", false},
-		{"AuthorizeSecurityGroupIngress", false}, {"RunInstances", false}, {"RunInstances", true},
-		{"DescribeInstances", false},
+		{"DescribeInstances", false, ""}, // the listing of expired leftovers
+		{"DescribeInstanceTypes", false, ""}, {"ssm:GetParameter", false, ""}, {"CreateKeyPair", false, ""},
+		{"CreatePlacementGroup", false, ""}, {"DescribePlacementGroups", false, "CreatePlacementGroup"},
+		{"CreateSecurityGroup", false, ""}, {"AuthorizeSecurityGroupIngress", false, ""},
+		{"RunInstances", false, ""}, {"RunInstances", true, ""},
+		{"DescribeInstances", false, "RunInstances"}, // waiting for the launched pair to run
 	}
 	for _, st := range steps {
 		name := st.action
 		if st.hang {
 			name += " answer lost"
+		}
+		if st.after != "" {
+			name += " after " + st.after
 		}
 		t.Run(name, func(t *testing.T) {
 			f := awsfake.New()
@@ -269,7 +275,8 @@ func TestCancelHalfwayThroughUp(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			f.OnCall = func(a string) {
-				if a == st.action {
+				calls := f.Calls()
+				if a == st.action && (st.after == "" || count(calls[:len(calls)-1], st.after) > 0) {
 					cancel()
 				}
 			}
@@ -281,7 +288,7 @@ func TestCancelHalfwayThroughUp(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("want the cancellation, got %v", err)
 			}
-			if st.action == "RunInstances" && count(f.Calls(), "TerminateInstances") == 0 {
+			if count(f.Calls(), "RunInstances") > 0 && count(f.Calls(), "TerminateInstances") == 0 {
 				t.Errorf("instances launched, none terminated: calls %v", f.Calls())
 			}
 			live := f.Live()

@@ -359,6 +359,20 @@ func (p *Plan) estimate() EstimateSummary {
 	return s
 }
 
+// EstimateOf is the wall time of the cells keep selects (nil: all), with
+// one server start for each block they are in.
+func (p *Plan) EstimateOf(keep func(Cell) bool) time.Duration {
+	var est time.Duration
+	blocks := map[int]bool{}
+	for _, c := range p.Cells {
+		if keep == nil || keep(c) {
+			est += c.Estimate
+			blocks[c.Block] = true
+		}
+	}
+	return est + time.Duration(len(blocks))*p.Campaign.Estimate.ServerStart.D()
+}
+
 // NewPlan expands a campaign into ordered cells. resolver may be nil: then
 // cell IDs carry the version labels (selectors) instead of exact versions.
 func NewPlan(ctx context.Context, c *Campaign, resolver Resolver) (*Plan, error) {

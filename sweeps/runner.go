@@ -171,14 +171,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if r.Progress != nil {
-		var est time.Duration
-		blocks := map[int]bool{}
-		for i := range todo {
-			est += r.Plan.Cells[i].Estimate
-			blocks[r.Plan.Cells[i].Block] = true
-		}
-		est += time.Duration(len(blocks)) * r.Plan.Campaign.Estimate.ServerStart.D()
-		r.Progress.Begin(len(todo), est)
+		r.Progress.Begin(len(todo), r.Plan.EstimateOf(func(c Cell) bool { _, ok := todo[c.Index]; return ok }))
 	}
 	for _, b := range r.Plan.Blocks {
 		var cells []Cell

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -38,8 +37,10 @@ host) and takes it down. Providers:
          hourly price is shown and confirmed first; a dead-man shutdown ends
          a forgotten pair)
 The pair stays up until "infra down"; "infra gc" removes what crashed runs
-left behind (netns namespaces of dead processes; AWS resources tagged by
-linerate whose campaign is neither running nor kept up with "infra up").
+left behind (netns namespaces of dead processes; AWS resources whose
+owner's lease has run out: a running linerate renews the lease of what it
+made every few minutes, a pair kept up with "infra up" holds it until its
+dead-man shutdown). gc lists every owner with its lease before removing.
 
 Examples:
   sudo linerate infra up --provider netns --campaign local --queues 2
@@ -49,7 +50,7 @@ Examples:
       --client ec2-user@10.0.0.2 --key ~/.ssh/lab
   linerate infra up --provider aws --campaign study --instance-type c8gn.16xlarge \
       --region us-east-1 --profile lab --ssh-from 203.0.113.7/32 --hourly-usd 3.5
-  linerate infra gc --region us-east-1 --profile lab --dry-run
+  linerate infra gc --provider aws --region us-east-1 --profile lab --dry-run
 
 State of a pair that is up: <dir>/infra.json (default dir runs/<campaign>).
 
@@ -63,6 +64,7 @@ type infraState struct {
 	Campaign string    `json:"campaign"`
 	Region   string    `json:"region,omitempty"`
 	Profile  string    `json:"profile,omitempty"`
+	Owner    string    `json:"owner,omitempty"` // aws: the owner tag of what up made
 	KeysEnv  bool      `json:"access_keys_from_env,omitempty"`
 	Endpoint string    `json:"endpoint,omitempty"`
 	Server   string    `json:"server,omitempty"`
@@ -79,17 +81,16 @@ type infraFlags struct {
 	server, client, key, dist string
 	// aws
 	instanceType, region, profile, zones, sshFrom, pubKey, privKey, endpoint string
-	keysEnv, yes, dryRun                                                     bool
-	deadMan, minAge, sshTimeout                                              time.Duration
+	keysEnv, yes, dryRun, sshFromWide                                        bool
+	deadMan, sshTimeout                                                      time.Duration
 	hourly                                                                   float64
-	runs                                                                     string
 }
 
 func runInfra(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("infra", pflag.ContinueOnError)
 	fs.SortFlags = false
 	var f infraFlags
-	fs.StringVar(&f.provider, "provider", "", "up: local, netns, ssh or aws")
+	fs.StringVar(&f.provider, "provider", "", "up: local, netns, ssh or aws; gc: netns or aws only (default both)")
 	fs.StringVar(&f.campaign, "campaign", "", "campaign ID: names and tags everything created")
 	fs.StringVar(&f.dir, "dir", "", "campaign directory for state, keys and known_hosts (default runs/<campaign>)")
 	fs.IntVar(&f.queues, "queues", 0, "netns: rx and tx queues of each veth end (default 1)")
@@ -100,9 +101,10 @@ func runInfra(ctx context.Context, args []string) int {
 	fs.StringVar(&f.instanceType, "instance-type", "", "aws: instance type of both hosts, e.g. c8gn.16xlarge")
 	fs.StringVar(&f.region, "region", "", "aws: region (required; never guessed)")
 	fs.StringVar(&f.profile, "profile", "", "aws: shared-config profile with the credentials")
-	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws: take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment instead of a profile")
+	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws: take AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (temporary credentials) AWS_SESSION_TOKEN from the environment instead of a profile")
 	fs.StringVar(&f.zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region)")
 	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws: the only address admitted to SSH, e.g. 203.0.113.7/32 (yours)")
+	fs.BoolVar(&f.sshFromWide, "ssh-from-wide", false, "aws: admit an --ssh-from wider than /24 (IPv4) or /56 (IPv6)")
 	fs.StringVar(&f.pubKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")
 	fs.StringVar(&f.privKey, "private-key", "", "aws: private half of --public-key")
 	fs.DurationVar(&f.deadMan, "dead-man", 4*time.Hour, "aws: instances shut down (and terminate) this long after boot, whatever happens")
@@ -110,9 +112,7 @@ func runInfra(ctx context.Context, args []string) int {
 	fs.BoolVar(&f.yes, "yes", false, "aws: launch without asking")
 	fs.DurationVar(&f.sshTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
 	fs.StringVar(&f.endpoint, "endpoint", "", "aws: endpoint URL instead of AWS's (a local fake, for testing)")
-	fs.StringVar(&f.runs, "runs", "runs", "gc: directory of campaign directories (a campaign whose lock is held is live)")
-	fs.DurationVar(&f.minAge, "min-age", 10*time.Minute, "gc: keep resources younger than this (a campaign may be starting)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "gc: only list what would be removed")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "gc: only list what would be removed and why")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, infraUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -148,9 +148,15 @@ func usageErr(format string, args ...any) int {
 }
 
 func (f infraFlags) access() aws.Access {
-	a := aws.Access{Region: f.region, Profile: f.profile, Endpoint: f.endpoint}
-	if f.keysEnv {
-		a.AccessKeyID, a.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	return accessOf(f.region, f.profile, f.endpoint, f.keysEnv)
+}
+
+// accessOf is the AWS access named by flags or a state file, with the keys
+// from the environment when it says so.
+func accessOf(region, profile, endpoint string, keysEnv bool) aws.Access {
+	a := aws.Access{Region: region, Profile: profile, Endpoint: endpoint}
+	if keysEnv {
+		a.KeysFromEnv()
 	}
 	return a
 }
@@ -180,7 +186,7 @@ func infraUp(ctx context.Context, f infraFlags) int {
 		}
 		p, st.Server, st.Client = sp, f.server, f.client
 	case "aws":
-		cfg := aws.Config{Access: f.access(), InstanceType: f.instanceType, PublicKeyFile: f.pubKey,
+		cfg := aws.Config{Access: f.access(), InstanceType: f.instanceType, PublicKeyFile: f.pubKey, SSHFromWide: f.sshFromWide,
 			PrivateKeyFile: f.privKey, DeadMan: f.deadMan, HourlyUSD: f.hourly, Dist: f.dist, SSHTimeout: f.sshTimeout}
 		if f.zones != "" {
 			cfg.Zones = strings.Split(f.zones, ",")
@@ -211,7 +217,7 @@ func infraUp(ctx context.Context, f infraFlags) int {
 		}
 		ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 		p = ap
-		st.Region, st.Profile, st.KeysEnv, st.Endpoint = f.region, f.profile, f.keysEnv, f.endpoint
+		st.Region, st.Profile, st.KeysEnv, st.Endpoint, st.Owner = f.region, f.profile, f.keysEnv, f.endpoint, ap.Owner()
 	case "":
 		return usageErr("up: --provider is required (local, netns, ssh or aws)")
 	default:
@@ -233,10 +239,18 @@ func infraUp(ctx context.Context, f infraFlags) int {
 		return 1
 	}
 	pair, err := p.Up(ctx, spec)
+	if err == nil {
+		err = handOver(ctx, p)
+	}
 	if err != nil {
-		// Providers tear down what they made before returning an error.
-		os.Remove(filepath.Join(f.dir, infraStateFile))
+		// Providers tear down what they made before returning an error;
+		// the state goes only when that worked, so "infra down" can retry.
 		fmt.Fprintf(os.Stderr, "linerate infra: up: %v\n", err)
+		if errors.Is(err, aws.ErrNotTornDown) {
+			fmt.Fprintf(os.Stderr, "linerate infra: %s kept: linerate infra down --campaign %s --dir %s finishes the teardown\n", infraStateFile, f.campaign, f.dir)
+		} else {
+			os.Remove(filepath.Join(f.dir, infraStateFile))
+		}
 		if ctx.Err() != nil {
 			return 130
 		}
@@ -254,6 +268,24 @@ func infraUp(ctx context.Context, f infraFlags) int {
 	return 0
 }
 
+// handOver gives an aws pair to the operator: it outlives this process,
+// so its lease runs to the dead-man deadline instead of being renewed.
+// When that fails the pair is taken down, as any failed up.
+func handOver(ctx context.Context, p infra.Provider) error {
+	ap, ok := p.(*aws.Provider)
+	if !ok {
+		return nil
+	}
+	until, err := ap.HandOver(ctx)
+	if err == nil {
+		fmt.Fprintf(os.Stderr, "aws: the pair is yours until %s (its dead-man shutdown); infra gc leaves it alone until then\n", until.Local().Format(time.RFC3339))
+		return nil
+	}
+	dctx, cancel := infra.TeardownContext(ctx)
+	defer cancel()
+	return errors.Join(err, p.Down(dctx))
+}
+
 func describeHost(h infra.Host) string {
 	if n, ok := h.(*netns.Host); ok && n.Namespace != "" {
 		return "ip netns exec " + n.Namespace + " …"
@@ -267,10 +299,7 @@ func confirmCost(cfg aws.Config, yes bool, in io.Reader, out io.Writer) bool {
 	if cfg.HourlyUSD > 0 {
 		price = fmt.Sprintf("$%.2f per hour for the pair (2 × $%.4f)", 2*cfg.HourlyUSD, cfg.HourlyUSD)
 	}
-	dm := cfg.DeadMan
-	if dm == 0 {
-		dm = 4 * time.Hour
-	}
+	dm := cfg.DeadManOrDefault()
 	fmt.Fprintf(out, "About to launch 2 × %s in %s: %s.\nThey shut down by themselves after %v; \"linerate infra down --campaign …\" ends them sooner.\n",
 		cfg.InstanceType, cfg.Region, price, dm)
 	if yes {
@@ -306,16 +335,6 @@ func readState(dir string) (infraState, error) {
 	return st, nil
 }
 
-// stateAccess is the AWS access a state file names, with keys from the
-// environment when it says so.
-func stateAccess(st infraState) aws.Access {
-	a := aws.Access{Region: st.Region, Profile: st.Profile, Endpoint: st.Endpoint}
-	if st.KeysEnv {
-		a.AccessKeyID, a.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-	}
-	return a
-}
-
 func infraDown(ctx context.Context, f infraFlags) int {
 	if f.campaign == "" {
 		return usageErr("down: --campaign is required")
@@ -337,13 +356,16 @@ func infraDown(ctx context.Context, f infraFlags) int {
 	case "netns":
 		p = &netns.Provider{Keep: st.Campaign}
 	case "aws":
-		ap, err := aws.New(dctx, aws.Config{Access: stateAccess(st), InstanceType: "unused.down", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+		if st.Owner == "" {
+			fmt.Fprintf(os.Stderr, "linerate infra: down: %s names no owner (an older linerate wrote it); linerate infra gc --region %s removes its pair once its dead-man deadline has passed\n", filepath.Join(f.dir, infraStateFile), st.Region)
+			return 1
+		}
+		ap, err := awsClient(dctx, accessOf(st.Region, st.Profile, st.Endpoint, st.KeysEnv))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate infra: down: %v\n", err)
 			return 1
 		}
-		ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-		p = ap.ForCampaign(st.Campaign)
+		p = ap.ForOwner(st.Campaign, st.Owner, f.dir)
 	}
 	if p != nil {
 		if err := p.Down(dctx); err != nil {
@@ -390,19 +412,19 @@ func infraStatus(ctx context.Context, f infraFlags) int {
 		}
 	}
 	if f.region != "" {
-		ap, err := aws.New(ctx, aws.Config{Access: f.access(), InstanceType: "unused.status", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+		ap, err := awsClient(ctx, f.access())
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate infra: status: %v\n", err)
 			return 1
 		}
-		res, err := ap.Resources(ctx, f.campaign)
+		res, err := ap.Resources(ctx, aws.Selector{Campaign: f.campaign})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate infra: status: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(tw, "\naws %s\tkind\tid\tname\tstate\tdead-man at\n", f.region)
+		fmt.Fprintf(tw, "\naws %s\towner\tkind\tid\tname\tstate\tlease until\tdead-man at\n", f.region)
 		for _, r := range res {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Campaign, r.Kind, r.ID, r.Name, r.State, r.Deadline.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Campaign, r.Owner, r.Kind, r.ID, r.Name, r.State, stamp(r.Lease), stamp(r.Deadline))
 		}
 		if len(res) == 0 {
 			fmt.Fprintln(tw, "(nothing tagged by linerate)")
@@ -411,33 +433,38 @@ func infraStatus(ctx context.Context, f infraFlags) int {
 	return 0
 }
 
-// campaignLive: a campaign runs (its lock is held, as the sweep runner
-// holds it) or was brought up on purpose (its infra.json exists).
-func campaignLive(runs string) func(string) bool {
-	return func(c string) bool {
-		dir := filepath.Join(runs, c)
-		if _, err := os.Stat(filepath.Join(dir, infraStateFile)); err == nil {
-			return true
-		}
-		fh, err := os.Open(filepath.Join(dir, "lock"))
-		if err != nil {
-			return false
-		}
-		defer fh.Close()
-		err = syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
-			return false
-		}
-		return errors.Is(err, syscall.EWOULDBLOCK)
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
 	}
+	return t.Format(time.RFC3339)
+}
+
+// awsClient is a provider for listing and removing what exists (down,
+// status, gc), not for bringing a pair up.
+func awsClient(ctx context.Context, a aws.Access) (*aws.Provider, error) {
+	ap, err := aws.New(ctx, aws.Config{Access: a, InstanceType: "unused.listing", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+	if err != nil {
+		return nil, err
+	}
+	ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	return ap, nil
 }
 
 func infraGC(ctx context.Context, f infraFlags) int {
 	dctx, cancel := infra.TeardownContext(ctx)
 	defer cancel()
 	rc := 0
-	left, err := netns.Leftovers()
+	switch f.provider {
+	case "", "netns", "aws":
+	default:
+		return usageErr("gc: --provider %q: want netns or aws (default both)", f.provider)
+	}
+	var left []netns.Leftover
+	var err error
+	if f.provider != "aws" {
+		left, err = netns.Leftovers()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
 		rc = 1
@@ -456,26 +483,66 @@ func infraGC(ctx context.Context, f infraFlags) int {
 			rc = 1
 		}
 	}
+	if f.provider == "netns" {
+		return rc
+	}
 	if f.region == "" {
 		fmt.Println("aws: skipped (give --region and --profile to collect AWS leftovers)")
 		return rc
 	}
-	ap, err := aws.New(dctx, aws.Config{Access: f.access(), InstanceType: "unused.gc", SSHFrom: netip.MustParsePrefix("127.0.0.1/32")})
+	ap, err := awsClient(dctx, f.access())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
 		return 1
 	}
-	ap.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	reps, err := ap.GC(dctx, campaignLive(f.runs), f.minAge, f.dryRun)
-	for _, r := range reps {
-		fmt.Printf("aws campaign %s (%d resources): %s\n", r.Campaign, len(r.Resources), r.Action)
+	// Owners, not campaign names or local files, decide: whatever machine
+	// or directory a run was started from, it renews its lease while it
+	// runs. Everything is listed with the reason before anything goes.
+	claims, err := ap.Claims(dctx, "")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
+		return 1
 	}
-	if len(reps) == 0 {
+	if len(claims) == 0 {
 		fmt.Println("aws: nothing tagged by linerate")
+		return rc
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate infra: gc: %v\n", err)
-		return 1
+	now := time.Now()
+	var expired []aws.Claim
+	for _, c := range claims {
+		verdict := "keep"
+		if c.Expired(now) {
+			verdict = "remove"
+			if f.dryRun {
+				verdict = "would remove"
+			}
+			expired = append(expired, c)
+		}
+		fmt.Printf("aws owner %s, campaign %s, %d resources: %s: %s\n", ownerName(c), c.Campaign, len(c.Resources), c.Why(now), verdict)
+		for _, r := range c.Resources {
+			fmt.Printf("  %s %s %s %s\n", r.Kind, r.ID, r.Name, r.State)
+		}
+	}
+	if f.dryRun {
+		return rc
+	}
+	for _, c := range expired {
+		switch err := ap.Collect(dctx, c); {
+		case errors.Is(err, aws.ErrLeaseRenewed):
+			fmt.Printf("aws owner %s: kept (%v)\n", ownerName(c), aws.ErrLeaseRenewed)
+		case err != nil:
+			fmt.Printf("aws owner %s: failed: %v\n", ownerName(c), err)
+			rc = 1
+		default:
+			fmt.Printf("aws owner %s: removed\n", ownerName(c))
+		}
 	}
 	return rc
+}
+
+func ownerName(c aws.Claim) string {
+	if c.Owner == "" {
+		return "(none, campaign " + c.Campaign + ")"
+	}
+	return c.Owner
 }

@@ -156,6 +156,20 @@ func runSweep(ctx context.Context, args []string) int {
 		return 2
 	}
 	ra.queues = tune.queues()
+	var keep func(sweeps.Cell) bool
+	if *only != "" {
+		keep = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	}
+	// Before remote versions resolve, --only may match no cell ID yet:
+	// then the whole plan is what the hosts must outlive.
+	need := p.EstimateOf(keep)
+	if need == 0 {
+		need = p.EstimateOf(nil)
+	}
+	opt, code := placeOptions(c, ra, "sweep run", "the plan", need)
+	if code != 0 {
+		return code
+	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)
@@ -167,7 +181,7 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	reapOrphans(ctx, dir)
-	place, code := placeHosts(ctx, c, dir, ra, "sweep run")
+	place, code := placeHosts(ctx, c, dir, opt, "sweep run")
 	if place == nil {
 		return code
 	}
@@ -189,8 +203,8 @@ func runSweep(ctx context.Context, args []string) int {
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
 	}
-	if *only != "" {
-		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
+	if keep != nil {
+		r.Only = keep
 		n := 0
 		for _, cell := range p.Cells {
 			if r.Only(cell) {
@@ -298,7 +312,11 @@ func runSoak(ctx context.Context, args []string) int {
 		return 2
 	}
 	ra.queues = tune.queues()
-	place, code := placeHosts(ctx, c, fs.Arg(0), ra, "soak")
+	opt, code := placeOptions(c, ra, "soak", "the soak", *dur)
+	if code != 0 {
+		return code
+	}
+	place, code := placeHosts(ctx, c, fs.Arg(0), opt, "soak")
 	if place == nil {
 		return code
 	}
@@ -336,7 +354,7 @@ func reapOrphans(ctx context.Context, dir string) {
 // remoteFlags are how sweep run and soak reach ssh and aws hosts.
 type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
-	keysEnv, yes                          bool
+	keysEnv, yes, sshFromWide             bool
 	queues                                int // from the tuning profile, not a flag
 	tuningRoot                            string
 }
@@ -344,9 +362,10 @@ type remoteFlags struct {
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	var f remoteFlags
 	fs.StringVar(&f.awsProfile, "aws-profile", "", "aws provider: shared-config profile with the credentials (a campaign file never holds them)")
-	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws provider: take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
+	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws provider: take AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (temporary credentials) AWS_SESSION_TOKEN from the environment")
 	fs.StringVar(&f.region, "region", "", "aws provider: region (default the campaign's provider.region)")
 	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: the only address admitted to SSH, e.g. 203.0.113.7/32 (default the campaign's provider.ssh-from)")
+	fs.BoolVar(&f.sshFromWide, "ssh-from-wide", false, "aws provider: admit an ssh-from wider than /24 (IPv4) or /56 (IPv6)")
 	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
 	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
 	// Tests tune a fixture tree (tuning/testdata) instead of this machine.
@@ -359,45 +378,63 @@ func remote(c *sweeps.Campaign) bool {
 	return c.Provider.Kind == sweeps.ProviderSSH || c.Provider.Kind == sweeps.ProviderAWS
 }
 
-// placeHosts brings up the campaign's hosts; nil and an exit code on
-// failure, the error printed.
-func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who string) (*parts.Placement, int) {
-	if f.tuningRoot != "/" {
-		if c.Provider.Kind != sweeps.ProviderLocal {
-			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root: only the local provider tunes this machine's tree (the campaign's provider is %s)\n", who, c.Provider.Kind)
-			return nil, 2
-		}
-		if st, err := os.Stat(f.tuningRoot); err != nil || !st.IsDir() {
-			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root %s: not a directory\n", who, f.tuningRoot)
-			return nil, 2
-		}
-	}
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot,
+// placeOptions turns the remote flags into Place's options and checks
+// them, and for aws the campaign's settings and that what (the plan, the
+// soak), needing about need, ends before the dead-man shutdown; nothing is
+// asked of AWS yet. A non-zero exit code is bad input, the error printed.
+func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need time.Duration) (parts.PlaceOptions, int) {
+	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot, SSHFromWide: f.sshFromWide,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
+	}
+	if f.tuningRoot != "/" {
+		if c.Provider.Kind != sweeps.ProviderLocal {
+			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root: only the local provider tunes this machine's tree (the campaign's provider is %s)\n", who, c.Provider.Kind)
+			return opt, 2
+		}
+		if st, err := os.Stat(f.tuningRoot); err != nil || !st.IsDir() {
+			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root %s: not a directory\n", who, f.tuningRoot)
+			return opt, 2
+		}
 	}
 	if f.sshFrom != "" {
 		pfx, err := netip.ParsePrefix(f.sshFrom)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate %s: --ssh-from %q: want a CIDR such as 203.0.113.7/32\n", who, f.sshFrom)
-			return nil, 2
+			return opt, 2
 		}
 		opt.SSHFrom = pfx
 	}
 	if f.keysEnv {
-		opt.AWS.AccessKeyID, opt.AWS.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		opt.AWS.KeysFromEnv()
 	}
 	if c.Provider.Kind == sweeps.ProviderAWS {
 		switch {
 		case f.awsProfile == "" && !f.keysEnv:
 			fmt.Fprintf(os.Stderr, "linerate %s: %s: aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)\n", who, c.File)
-			return nil, 2
+			return opt, 2
 		case f.keysEnv && (opt.AWS.AccessKeyID == "" || opt.AWS.SecretAccessKey == ""):
 			fmt.Fprintf(os.Stderr, "linerate %s: --access-keys-from-env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set\n", who)
-			return nil, 2
+			return opt, 2
+		}
+		// Bad settings and work longer than the dead-man fail here, before
+		// anything is asked of AWS.
+		cfg, err := parts.AWSConfig(c, opt)
+		if err == nil {
+			err = parts.CheckDeadMan(cfg, what, need)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+			return opt, 2
 		}
 	}
+	return opt, 0
+}
+
+// placeHosts brings up the campaign's hosts; nil and an exit code on
+// failure, the error printed.
+func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, opt parts.PlaceOptions, who string) (*parts.Placement, int) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
 		return nil, 1
@@ -405,6 +442,7 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 	place, err := parts.Place(ctx, c, dir, opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+		leftoverHint(err, who)
 		if ctx.Err() != nil {
 			return nil, 130
 		}
@@ -420,6 +458,16 @@ func downHosts(ctx context.Context, place *parts.Placement, who string) {
 	defer cancel()
 	if err := place.Down(dctx); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: take the hosts down: %v\n", who, err)
+		leftoverHint(err, who)
+	}
+}
+
+// leftoverHint says how aws resources a failed teardown left are found:
+// their lease is no longer renewed, and gc removes them once it has run
+// out.
+func leftoverHint(err error, who string) {
+	if errors.Is(err, aws.ErrNotTornDown) {
+		fmt.Fprintf(os.Stderr, "linerate %s: what is left is no longer renewed: linerate infra gc --provider aws --region … removes it once its lease has run out (20m)\n", who)
 	}
 }
 

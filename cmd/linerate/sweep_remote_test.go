@@ -22,6 +22,12 @@ import (
 // and returns its exit code and output.
 func linerate(t *testing.T, ns, stdin string, args ...string) (int, string, string) {
 	t.Helper()
+	return linerateIn(t, "", ns, stdin, args...)
+}
+
+// linerateIn is linerate in the working directory dir ("" for this one).
+func linerateIn(t *testing.T, dir, ns, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	argv := append([]string{labtest.Binary(t)}, args...)
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
@@ -29,6 +35,7 @@ func linerate(t *testing.T, ns, stdin string, args ...string) (int, string, stri
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

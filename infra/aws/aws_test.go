@@ -106,8 +106,8 @@ func TestUpDownScenarios(t *testing.T) {
 						t.Errorf("security group rules %q, want %q", r.Rules, want)
 					}
 				}
-				if r.Tags[TagCampaign] != "study-1" || r.Tags[TagDeadline] == "" {
-					t.Errorf("%s %s tags %v: want the campaign and the deadline", r.Kind, r.ID, r.Tags)
+				if r.Tags[TagCampaign] != "study-1" || r.Tags[TagDeadline] == "" || r.Tags[TagOwner] != p.Owner() || r.Tags[TagLease] == "" {
+					t.Errorf("%s %s tags %v: want the campaign, the owner %s, the lease and the deadline", r.Kind, r.ID, r.Tags, p.Owner())
 				}
 			}
 			if len(insts) != 2 {
@@ -117,7 +117,7 @@ func TestUpDownScenarios(t *testing.T) {
 				if !strings.Contains(in.UserData, "shutdown -h +240") || !strings.Contains(in.UserData, "docker") {
 					t.Errorf("user data lacks the dead-man shutdown or docker:\n%s", in.UserData)
 				}
-				if in.ShutdownBehavior != "terminate" || in.PlacementGroup != "linerate-study-1" || in.ImageID != "ami-0a1b2c3d4e5f60001" {
+				if in.ShutdownBehavior != "terminate" || in.PlacementGroup != "linerate-study-1-"+p.Owner() || in.ImageID != "ami-0a1b2c3d4e5f60001" {
 					t.Errorf("instance %+v", in)
 				}
 			}
@@ -168,8 +168,17 @@ func TestUpDownScenarios(t *testing.T) {
 			if n := count(f.Calls(), "TerminateInstances"); n != 1 {
 				t.Errorf("leftover instance not terminated before the launch (%d terminations)", n)
 			}
-			if n := len(f.Live()); n != 5 {
-				t.Errorf("%d live after Up, want the new pair, groups and key (5)", n)
+			var other int
+			for _, r := range f.Live() {
+				switch r.Tags[TagOwner] {
+				case "crashed":
+					t.Errorf("the crashed run's %s %s (lease expired) survived Up", r.Kind, r.ID)
+				case "running":
+					other++
+				}
+			}
+			if n := len(f.Live()); n != 5+4 || other != 4 {
+				t.Errorf("%d live after Up (%d of the running owner), want the new pair, groups and key (5) and the running owner's 4", n, other)
 			}
 		}},
 		{name: "unknown instance type", edit: func(_ *testing.T, c *Config) { c.InstanceType = "x9.huge" }, wantErr: "InvalidInstanceType"},
@@ -180,11 +189,10 @@ func TestUpDownScenarios(t *testing.T) {
 			defer f.Close()
 			f.Faults = tc.faults
 			if tc.name == "leftovers of a crashed run" {
-				tags := map[string]string{TagCampaign: "study-1"}
-				sg := f.Add(awsfake.Resource{Kind: "security-group", Name: "linerate-study-1", Tags: tags})
-				f.Add(awsfake.Resource{Kind: "placement-group", Name: "linerate-study-1", State: "available", Tags: tags})
-				f.Add(awsfake.Resource{Kind: "key-pair", Name: "linerate-study-1", Tags: tags})
-				f.Add(awsfake.Resource{Kind: "instance", State: "running", SecurityGroup: sg.ID, PlacementGroup: "linerate-study-1", Tags: tags})
+				// Two earlier runs of the campaign: one whose lease ran
+				// out, one that still renews it (another machine).
+				addPair(f, "study-1", "crashed", time.Now().Add(-time.Minute))
+				addPair(f, "study-1", "running", time.Now().Add(10*time.Minute))
 			}
 			p := newProvider(t, f, func(c *Config) {
 				if tc.edit != nil {
@@ -211,15 +219,26 @@ func TestUpDownScenarios(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, f, p)
 			}
+			pem := filepath.Join(s.Dir, "linerate-study-1-"+p.Owner()+".pem")
 			if tc.name != "imported key" {
-				if _, err := os.Stat(filepath.Join(s.Dir, "linerate-study-1.pem")); err != nil {
+				if _, err := os.Stat(pem); err != nil {
 					t.Errorf("created key's private half not kept: %v", err)
 				}
 			}
 			if err := p.Down(context.Background()); err != nil {
 				t.Fatalf("down: %v", err)
 			}
-			assertNothingLive(t, f, "after Down")
+			for _, r := range f.Live() {
+				if r.Tags[TagOwner] == p.Owner() {
+					t.Errorf("after Down: %s %s of this owner still live", r.Kind, r.ID)
+				}
+			}
+			if _, err := os.Stat(pem); !os.IsNotExist(err) {
+				t.Errorf("after Down: %s: %v, want it gone with its key pair", pem, err)
+			}
+			if tc.name != "leftovers of a crashed run" {
+				assertNothingLive(t, f, "after Down")
+			}
 			if err := p.Down(context.Background()); err != nil {
 				t.Errorf("second Down: %v", err)
 			}
@@ -232,17 +251,23 @@ func TestUpDownScenarios(t *testing.T) {
 func TestCancelHalfwayThroughUp(t *testing.T) {
 	steps := []struct {
 		action string
-		hang   bool // the answer never arrives
+		hang   bool   // the answer never arrives
+		after  string // cancel at the first action after this one
 	}{
-		{"DescribeInstanceTypes", false}, {"ssm:GetParameter", false}, {"CreateKeyPair", false},
-		{"CreatePlacementGroup", false}, {"DescribePlacementGroups", false}, {"CreateSecurityGroup", false},
-		{"AuthorizeSecurityGroupIngress", false}, {"RunInstances", false}, {"RunInstances", true},
-		{"DescribeInstances", false},
+		{"DescribeInstances", false, ""}, // the listing of expired leftovers
+		{"DescribeInstanceTypes", false, ""}, {"ssm:GetParameter", false, ""}, {"CreateKeyPair", false, ""},
+		{"CreatePlacementGroup", false, ""}, {"DescribePlacementGroups", false, "CreatePlacementGroup"},
+		{"CreateSecurityGroup", false, ""}, {"AuthorizeSecurityGroupIngress", false, ""},
+		{"RunInstances", false, ""}, {"RunInstances", true, ""},
+		{"DescribeInstances", false, "RunInstances"}, // waiting for the launched pair to run
 	}
 	for _, st := range steps {
 		name := st.action
 		if st.hang {
 			name += " answer lost"
+		}
+		if st.after != "" {
+			name += " after " + st.after
 		}
 		t.Run(name, func(t *testing.T) {
 			f := awsfake.New()
@@ -250,7 +275,8 @@ func TestCancelHalfwayThroughUp(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			f.OnCall = func(a string) {
-				if a == st.action {
+				calls := f.Calls()
+				if a == st.action && (st.after == "" || count(calls[:len(calls)-1], st.after) > 0) {
 					cancel()
 				}
 			}
@@ -262,7 +288,7 @@ func TestCancelHalfwayThroughUp(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("want the cancellation, got %v", err)
 			}
-			if st.action == "RunInstances" && count(f.Calls(), "TerminateInstances") == 0 {
+			if count(f.Calls(), "RunInstances") > 0 && count(f.Calls(), "TerminateInstances") == 0 {
 				t.Errorf("instances launched, none terminated: calls %v", f.Calls())
 			}
 			live := f.Live()
@@ -273,62 +299,104 @@ func TestCancelHalfwayThroughUp(t *testing.T) {
 	}
 }
 
+// addPair puts a pair's resources of campaign and owner, with a lease
+// until lease, in the fake's ledger; owner "" is a pair of a linerate
+// before owner tags, whose dead-man deadline is lease.
+func addPair(f *awsfake.Fake, campaign, owner string, lease time.Time) {
+	tags := map[string]string{TagCampaign: campaign, TagCreated: time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)}
+	if owner != "" {
+		tags[TagOwner], tags[TagLease] = owner, lease.UTC().Format(time.RFC3339)
+	} else {
+		tags[TagDeadline] = lease.UTC().Format(time.RFC3339)
+	}
+	name := resourceName(campaign, owner)
+	sg := f.Add(awsfake.Resource{Kind: "security-group", Name: name, Tags: tags})
+	f.Add(awsfake.Resource{Kind: "placement-group", Name: name, State: "available", Tags: tags})
+	f.Add(awsfake.Resource{Kind: "key-pair", Name: name, Tags: tags})
+	f.Add(awsfake.Resource{Kind: "instance", State: "running", SecurityGroup: sg.ID, PlacementGroup: name, Tags: tags})
+}
+
+// GC goes by owner and lease: an owner whose lease has passed is removed
+// whatever its campaign is called, one that renews is kept, and so is
+// anything without linerate's tags.
 func TestGC(t *testing.T) {
 	f := awsfake.New()
 	defer f.Close()
-	old := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
-	now := time.Now().UTC().Format(time.RFC3339)
-	add := func(campaign, created string) {
-		tags := map[string]string{TagCampaign: campaign, TagCreated: created}
-		sg := f.Add(awsfake.Resource{Kind: "security-group", Name: "linerate-" + campaign, Tags: tags})
-		f.Add(awsfake.Resource{Kind: "placement-group", Name: "linerate-" + campaign, State: "available", Tags: tags})
-		f.Add(awsfake.Resource{Kind: "key-pair", Name: "linerate-" + campaign, Tags: tags})
-		f.Add(awsfake.Resource{Kind: "instance", State: "running", SecurityGroup: sg.ID, PlacementGroup: "linerate-" + campaign, Tags: tags})
-	}
-	add("crashed", old)
-	add("running", old)
-	add("starting", now)
+	now := time.Now().Truncate(time.Second) // tags hold whole seconds
+	addPair(f, "study", "crashed", now.Add(-5*time.Minute))
+	addPair(f, "study", "running", now.Add(15*time.Minute))
+	addPair(f, "other", "handed-over", now.Add(3*time.Hour))
+	addPair(f, "old", "", now.Add(-time.Hour))       // an older linerate's, dead-man passed
+	addPair(f, "older", "", now.Add(30*time.Minute)) // its dead-man still ahead
 	f.Add(awsfake.Resource{Kind: "instance", State: "running", Tags: map[string]string{"owner": "someone else"}})
 	p := newProvider(t, f, nil)
-	alive := func(c string) bool { return c == "running" }
 
-	rep, err := p.GC(context.Background(), alive, 10*time.Minute, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Live()) != 13 {
-		t.Fatalf("dry run removed something: %d live", len(f.Live()))
-	}
-	rep, err = p.GC(context.Background(), alive, 10*time.Minute, false)
+	claims, err := p.Claims(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, r := range rep {
-		got[r.Campaign] = r.Action
-		if len(r.Resources) != 4 {
-			t.Errorf("campaign %s: %d resources, want 4", r.Campaign, len(r.Resources))
+	for _, c := range claims {
+		got[c.Campaign+"/"+c.Owner] = c.Why(now)
+		if len(c.Resources) != 4 {
+			t.Errorf("claim %s/%s: %d resources, want 4", c.Campaign, c.Owner, len(c.Resources))
 		}
 	}
-	if got["crashed"] != "removed" || !strings.HasPrefix(got["running"], "kept") || !strings.HasPrefix(got["starting"], "kept") || len(got) != 3 {
-		t.Errorf("gc report %v", got)
+	want := map[string]string{
+		"study/crashed": "lease expired 5m0s ago", "study/running": "lease runs 15m0s more", "other/handed-over": "lease runs 3h0m0s more",
+		"old/":   "no owner tag (made by an older linerate); dead-man deadline passed 1h0m0s ago",
+		"older/": "no owner tag (made by an older linerate); dead-man deadline in 30m0s",
+	}
+	if len(got) != len(want) {
+		t.Errorf("claims %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("claim %s: %q, want %q", k, got[k], w)
+		}
+	}
+	if len(f.Live()) != 21 || count(f.Calls(), "TerminateInstances") != 0 {
+		t.Fatalf("listing claims changed something: %d live", len(f.Live()))
+	}
+	for _, c := range claims {
+		if c.Expired(time.Now()) {
+			if err := p.Collect(context.Background(), c); err != nil {
+				t.Errorf("collect %s/%s: %v", c.Campaign, c.Owner, err)
+			}
+		}
 	}
 	for _, r := range f.Live() {
-		if r.Tags[TagCampaign] == "crashed" {
-			t.Errorf("crashed campaign's %s %s survived gc", r.Kind, r.ID)
+		if r.Tags[TagOwner] == "crashed" || r.Tags[TagCampaign] == "old" {
+			t.Errorf("expired %s %s survived gc", r.Kind, r.ID)
+		}
+		if len(r.Touched) > 0 {
+			t.Errorf("gc touched %s %s of a live owner: %v", r.Kind, r.ID, r.Touched)
 		}
 	}
-	if n := len(f.Live()); n != 9 {
-		t.Errorf("%d live after gc, want 9 (two kept campaigns and the untagged instance)", n)
+	if n := len(f.Live()); n != 13 {
+		t.Errorf("%d live after gc, want 13 (three kept owners and the untagged instance)", n)
 	}
-	// Down of a campaign from a fresh process finds it by tag.
-	q := newProvider(t, f, nil).ForCampaign("running")
+	// An owner that renews between the listing and the removal keeps its
+	// resources.
+	for _, c := range claims {
+		if c.Owner == "running" {
+			c.Lease = now.Add(-time.Minute)
+			if err := p.Collect(context.Background(), c); !errors.Is(err, ErrLeaseRenewed) {
+				t.Errorf("collect of a renewed claim: %v, want ErrLeaseRenewed", err)
+			}
+		}
+	}
+	// Down of an owner from a fresh process finds it by tag.
+	q := newProvider(t, f, nil).ForOwner("study", "running", t.TempDir())
 	if err := q.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := q.Resources(context.Background(), "running")
+	res, err := q.Resources(context.Background(), Selector{Owner: "running"})
 	if err != nil || len(res) != 0 {
 		t.Errorf("after Down of running: %+v %v", res, err)
+	}
+	if n := len(f.Live()); n != 9 {
+		t.Errorf("%d live after the Down of one owner, want 9", n)
 	}
 }
 

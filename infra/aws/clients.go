@@ -1,7 +1,9 @@
 // Package aws is the aws provider: an EC2 instance pair in one cluster
 // placement group, brought up with aws-sdk-go-v2 and always taken down.
-// Everything it creates carries the campaign's tag, so Down and GC find it
-// by tag, also after a crash.
+// Everything it creates carries the campaign's tag and its owner's (the
+// run that made it) with a lease the running owner renews, so Down finds
+// its own by tag, also after a crash, and GC removes only what an owner
+// that stopped renewing left.
 package aws
 
 import (
@@ -40,6 +42,7 @@ type EC2 interface {
 	RunInstances(context.Context, *ec2.RunInstancesInput, ...func(*ec2.Options)) (*ec2.RunInstancesOutput, error)
 	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 	TerminateInstances(context.Context, *ec2.TerminateInstancesInput, ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
+	CreateTags(context.Context, *ec2.CreateTagsInput, ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
 }
 
 // SSM is the part of the SSM API the provider uses: the public AMI
@@ -64,14 +67,24 @@ type Access struct {
 	// Profile is a shared-config profile (~/.aws/config) to take
 	// credentials from. Either Profile or the static keys are required.
 	Profile string
-	// AccessKeyID and SecretAccessKey are static credentials.
-	AccessKeyID, SecretAccessKey string
+	// AccessKeyID and SecretAccessKey are static credentials;
+	// SessionToken goes with temporary ones.
+	AccessKeyID, SecretAccessKey, SessionToken string
 	// Endpoint replaces the AWS endpoints (both EC2 and SSM): the local
 	// fake in tests. Tests refuse to run without it.
 	Endpoint string
 	// MaxBackoff caps the SDK's retry backoff on throttling; default the
 	// SDK's (20s).
 	MaxBackoff time.Duration
+}
+
+// KeysFromEnv takes the static credentials from the environment:
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and, for temporary
+// credentials, AWS_SESSION_TOKEN.
+func (a *Access) KeysFromEnv() {
+	a.AccessKeyID = os.Getenv("AWS_ACCESS_KEY_ID")
+	a.SecretAccessKey = os.Getenv("AWS_SECRET_ACCESS_KEY")
+	a.SessionToken = os.Getenv("AWS_SESSION_TOKEN")
 }
 
 // Validate names the bad field.
@@ -119,7 +132,7 @@ func loadConfig(ctx context.Context, a Access, region string) (sdkaws.Config, er
 	if a.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(a.Profile))
 	} else {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, "")))
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, a.SessionToken)))
 	}
 	if a.MaxBackoff > 0 {
 		opts = append(opts, config.WithRetryer(func() sdkaws.Retryer {

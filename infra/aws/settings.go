@@ -10,7 +10,9 @@ import (
 
 // FromSettings reads a campaign's aws provider settings into a Config.
 // Credentials are never read from a campaign file: the caller adds them
-// (a profile name or static keys) to Config.Access.
+// (a profile name or static keys) to Config.Access. Nor is SSHFromWide:
+// admitting SSH from more than a /24 (/56) is the operator's call
+// (--ssh-from-wide), not a shared file's.
 //
 //	provider:
 //	  kind: aws
@@ -20,10 +22,10 @@ import (
 //	  os: al2023           # the only image family
 //	  region: us-east-1
 //	  zones: [us-east-1a, us-east-1b]
-//	  ssh-from: 203.0.113.7/32
+//	  ssh-from: 203.0.113.7/32     # at most a /24 (IPv4) or /56 (IPv6)
 //	  public-key: ~/.ssh/lab.pub   # with private-key; else a key pair is created
 //	  private-key: ~/.ssh/lab
-//	  dead-man: 4h
+//	  dead-man: 4h                 # sweep run refuses a longer plan
 //	  hourly-usd: 3.5              # per instance, for the cost prompt
 func FromSettings(settings map[string]any) (Config, error) {
 	var c Config

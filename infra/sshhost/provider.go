@@ -78,7 +78,7 @@ func FromSettings(settings map[string]any) (*Provider, error) {
 		switch k {
 		case "server", "client":
 		case "key":
-			common.KeyFile = expandHome(fmt.Sprint(v))
+			common.KeyFile = ExpandHome(fmt.Sprint(v))
 		case "user":
 			common.User = fmt.Sprint(v)
 		case "dist":
@@ -107,7 +107,7 @@ func FromSettings(settings map[string]any) (*Provider, error) {
 				case "user":
 					c.User = s
 				case "key":
-					c.KeyFile = expandHome(s)
+					c.KeyFile = ExpandHome(s)
 				case "data-address":
 					a, err := netip.ParseAddr(s)
 					if err != nil {
@@ -151,7 +151,9 @@ func parseTarget(s string, c *Config) error {
 	return nil
 }
 
-func expandHome(p string) string {
+// ExpandHome turns a leading ~/ into the user's home directory: key files
+// in settings are written as a shell would take them.
+func ExpandHome(p string) string {
 	if rest, ok := strings.CutPrefix(p, "~/"); ok {
 		if home, err := filepathHome(); err == nil {
 			return filepath.Join(home, rest)

@@ -124,6 +124,9 @@ type PlaceOptions struct {
 	// SSHFrom, when valid, wins over the campaign's ssh-from (the
 	// operator's own address, which a shared campaign file should not fix).
 	SSHFrom netip.Prefix
+	// SSHFromWide admits an ssh-from wider than /24 (IPv4) or /56 (IPv6):
+	// the operator's flag, never the campaign file's.
+	SSHFromWide bool
 	// Confirm is asked before an aws pair is launched (the cost prompt);
 	// nil refuses to launch.
 	Confirm func(aws.Config) bool
@@ -259,20 +262,9 @@ func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (
 		}
 		return p, nil
 	}
-	cfg, err := aws.FromSettings(c.Provider.Settings)
+	cfg, err := AWSConfig(c, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.File, err)
-	}
-	region := cfg.Access.Region
-	cfg.Access = opt.AWS
-	if cfg.Access.Region == "" {
-		cfg.Access.Region = region
-	}
-	if opt.SSHFrom.IsValid() {
-		cfg.SSHFrom = opt.SSHFrom
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.File, err)
+		return nil, err
 	}
 	// The clients first: a profile that does not load fails before the
 	// operator is asked to spend money.
@@ -288,6 +280,49 @@ func remoteProvider(ctx context.Context, c *sweeps.Campaign, opt PlaceOptions) (
 	}
 	p.Log = opt.Log
 	return p, nil
+}
+
+// AWSConfig is the aws provider's configuration for the campaign: its
+// provider settings with the access and the operator's SSH source from
+// opt, checked without asking AWS anything. An error is bad input.
+func AWSConfig(c *sweeps.Campaign, opt PlaceOptions) (aws.Config, error) {
+	cfg, err := aws.FromSettings(c.Provider.Settings)
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", c.File, err)
+	}
+	region := cfg.Access.Region
+	cfg.Access = opt.AWS
+	if cfg.Access.Region == "" {
+		cfg.Access.Region = region
+	}
+	from := c.File + ": provider.ssh-from"
+	if opt.SSHFrom.IsValid() {
+		cfg.SSHFrom, from = opt.SSHFrom, "--ssh-from"
+	}
+	cfg.SSHFromWide = opt.SSHFromWide
+	if err := cfg.CheckSSHFrom(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", from, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", c.File, err)
+	}
+	return cfg, nil
+}
+
+// PairUpAllowance is what CheckDeadMan adds to a run for bringing the pair
+// up, installing the versions and taking it down.
+const PairUpAllowance = 15 * time.Minute
+
+// CheckDeadMan refuses work that needs the aws pair longer than its
+// dead-man shutdown allows: the hosts would shut down mid-run. what names
+// the work ("the plan"), need is its estimate.
+func CheckDeadMan(cfg aws.Config, what string, need time.Duration) error {
+	dm := cfg.DeadManOrDefault()
+	if need+PairUpAllowance <= dm {
+		return nil
+	}
+	return fmt.Errorf("%s needs about %v (estimate) plus %v to bring the pair up, longer than the aws dead-man shutdown after %v (provider.dead-man): the hosts would shut down mid-run; raise provider.dead-man, or run a part with --only",
+		what, need.Round(time.Second), PairUpAllowance, dm)
 }
 
 // placeRemote starts an agent on each host of a pair and reads their facts.

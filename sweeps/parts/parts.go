@@ -124,12 +124,9 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	dir := filepath.Join(logDir, pv.Segment+"-"+time.Now().UTC().Format("20060102T150405.000Z"))
 	set := Settings(pv, dir)
 	set.StartTimeout = s.StartTimeout
-	// Images keep the server's default bind (every address, as the study
-	// ran them): their readiness and FLUSHALL go through 127.0.0.1 inside
-	// the host network, and clients reach them at the data address.
-	if s.Bind != "" && pv.Spec.Image == "" {
-		set.Bind = s.Bind
-	}
+	// Images too: they run with host networking and protected mode off,
+	// so without the bind they would serve every interface of the host.
+	set.Bind = s.Bind
 	var l infra.Launcher
 	v := pv.Spec
 	switch {

@@ -23,6 +23,7 @@ import (
 	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
 // Starter starts campaign versions with infra's launchers. It also resolves
@@ -165,6 +166,11 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	}
 	port, _ := strconv.Atoi(portS)
 	r := &running{srv: srv, host: host, port: port, exited: make(chan error, 1)}
+	if pid := srv.Facts().PID; pid > 0 {
+		// What tells this server from a later process given its PID: the
+		// orphan reaper kills nothing else.
+		r.proc, _ = hostmetrics.FS{}.Identity(pid)
+	}
 	if s.Net != nil {
 		r.dial = s.Net.Dial
 	}
@@ -179,7 +185,14 @@ type running struct {
 	port   int
 	dial   lab.Dialer // nil: this host's network
 	exited chan error
+	proc   hostmetrics.Identity // read right after the start; zero when unreadable
 }
+
+// Info keys of a server's process identity in the environment record.
+const (
+	infoExe        = "proc:exe"
+	infoStartTicks = "proc:start_ticks"
+)
 
 func (r *running) watch() {
 	defer close(r.exited)
@@ -226,6 +239,10 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 		out["config:"+k] = v
 	}
 	out["identity"] = f.Identity.String()
+	if r.proc.Exe != "" {
+		out[infoExe] = r.proc.Exe
+		out[infoStartTicks] = strconv.FormatUint(r.proc.StartTicks, 10)
+	}
 	return out, nil
 }
 
@@ -308,12 +325,15 @@ func imageVersion(image string) (infra.Kind, string) {
 	return kind, m
 }
 
-// ReapOrphans stops servers a killed runner left behind on this host. The
-// launcher starts servers in their own process group (so an operator's
-// Ctrl-C reaches linerate first), so a SIGKILLed runner's server lives on,
-// holding memory and CPU that would skew the resumed campaign. A server is
-// stopped only when it still answers on its recorded local port with the
-// run_id recorded at its start: a reused PID or port is never touched.
+// ReapOrphans stops servers a killed runner left behind on this host.
+// Local servers die with their runner (a parent-death signal), so this is
+// for what that cannot cover: a record from an older linerate, a server
+// that outlived it some other way. A server is killed only when the
+// recorded PID is still the process that was started, by its executable
+// and its start time as recorded at the start (env.json is world-readable:
+// a listener on the recorded port can echo its run_id and PID, and a PID
+// is reused), and when it still answers on its recorded local port with
+// the recorded run_id. A record without that identity is left alone.
 // Call it with the run directory's lock held.
 func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
 	if run == nil || run.Env == nil {
@@ -323,8 +343,12 @@ func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
 	for _, s := range run.Env.Servers {
 		port, err1 := strconv.Atoi(s.Info["tcp_port"])
 		pid, err2 := strconv.Atoi(s.Info["process_id"])
-		runID := s.Info["run_id"]
-		if err1 != nil || err2 != nil || port <= 0 || pid <= 1 || runID == "" {
+		start, err3 := strconv.ParseUint(s.Info[infoStartTicks], 10, 64)
+		runID, exe := s.Info["run_id"], s.Info[infoExe]
+		if err1 != nil || err2 != nil || err3 != nil || port <= 0 || pid <= 1 || runID == "" || exe == "" {
+			continue
+		}
+		if id, err := (hostmetrics.FS{}).Identity(pid); err != nil || id != (hostmetrics.Identity{Exe: exe, StartTicks: start}) {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

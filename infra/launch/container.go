@@ -99,6 +99,9 @@ func (c *Container) nofile() string {
 	return "32768:65536"
 }
 
+// ContainerName is the name the container for settings s gets.
+func (c *Container) ContainerName(s infra.ServerSettings) string { return c.name(c.fill(s)) }
+
 func (c *Container) name(s infra.ServerSettings) string {
 	if c.Name != "" {
 		return c.Name

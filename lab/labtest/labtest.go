@@ -215,6 +215,23 @@ func Info(t testing.TB, addr, section string) map[string]string {
 	return lab.ParseInfo(string(buf))
 }
 
+// FakeDocker is a fresh copy of sweeps/parts/testdata/fake-docker in a
+// directory of its own (it keeps its state beside itself): docker's
+// command line for launch.Container on machines without docker.
+func FakeDocker(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sweeps", "parts", "testdata", "fake-docker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "docker")
+	if err := os.WriteFile(p, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 var distOnce struct {
 	sync.Once
 	dir string

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -144,10 +145,16 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 		if r == nil {
 			r = launch.ExecRunner{}
 		}
-		l = &launch.Container{Host: r, Image: v.Image, LogDir: dir, Docker: s.DockerCommand}
+		c := &launch.Container{Host: r, Image: v.Image, LogDir: dir, Docker: s.DockerCommand}
 		if set.Kind == "" {
 			set.Kind, _ = imageVersion(v.Image)
 		}
+		if s.Docker == nil {
+			// Docker here: a watchdog removes the container if this
+			// process dies without stopping it.
+			return s.startWatched(ctx, c, set)
+		}
+		l = c
 	default:
 		kind := kindOfBinary(v.Binary)
 		l = &launch.Local{Binary: v.Binary, Identity: infra.ServerIdentity{Kind: kind, Source: "path", Build: v.Binary}, Net: s.Net}
@@ -159,6 +166,59 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	if err != nil {
 		return nil, err
 	}
+	r, err := s.adopt(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// startWatched starts an image version with docker on this host, watched:
+// the container is docker's child, not ours, so no parent-death signal
+// reaches it when this process dies without stopping it (SIGKILL, a
+// crash). A small watchdog in a session of its own holds the read end of
+// a pipe whose write end only this process has; when the pipe ends
+// without a "done" (Stop says it), the watchdog removes the container.
+func (s *Starter) startWatched(ctx context.Context, c *launch.Container, set infra.ServerSettings) (sweeps.RunningServer, error) {
+	name := c.ContainerName(set)
+	docker := s.DockerCommand
+	if docker == "" {
+		docker = "docker"
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("container watchdog for %s: %w", name, err)
+	}
+	dog := exec.Command("sh", "-c", `IFS= read -r l; [ "$l" = done ] || exec "$0" "$@"`, docker, "rm", "--force", name)
+	dog.Stdin = rd
+	dog.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = dog.Start()
+	rd.Close()
+	if err != nil {
+		wr.Close()
+		return nil, fmt.Errorf("container watchdog for %s: %w", name, err)
+	}
+	release := func() {
+		_, _ = wr.WriteString("done\n")
+		wr.Close()
+		_ = dog.Wait()
+	}
+	srv, err := c.Start(ctx, set)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r, err := s.adopt(ctx, srv)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.release = release
+	return r, nil
+}
+
+// adopt wraps a started server for the runner.
+func (s *Starter) adopt(ctx context.Context, srv infra.Server) (*running, error) {
 	host, portS, err := net.SplitHostPort(srv.Addr())
 	if err != nil {
 		_ = srv.Stop(context.WithoutCancel(ctx))
@@ -185,7 +245,9 @@ type running struct {
 	port   int
 	dial   lab.Dialer // nil: this host's network
 	exited chan error
-	proc   hostmetrics.Identity // read right after the start; zero when unreadable
+	// release, when set, runs after Stop: the container watchdog's end.
+	release func()
+	proc    hostmetrics.Identity // read right after the start; zero when unreadable
 }
 
 // Info keys of a server's process identity in the environment record.
@@ -255,8 +317,15 @@ func (r *running) FlushAll(ctx context.Context) error {
 	return ctl.FlushAll(ctx)
 }
 
-func (r *running) Exited() <-chan error           { return r.exited }
-func (r *running) Stop(ctx context.Context) error { return r.srv.Stop(ctx) }
+func (r *running) Exited() <-chan error { return r.exited }
+func (r *running) Stop(ctx context.Context) error {
+	err := r.srv.Stop(ctx)
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+	return err
+}
 
 // Bencher runs cells with lab.Run in this process.
 type Bencher struct {

@@ -351,16 +351,9 @@ func TestImageVersionThroughAgent(t *testing.T) {
 	}
 	image := "redis:" + string(m[1])
 	l := sshtest.New(t, "e2e-image")
-	dir := t.TempDir()
-	fake := filepath.Join(dir, "docker")
-	src, err := os.ReadFile("testdata/fake-docker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(fake, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	known := filepath.Join(dir, "known_hosts")
+	fake := labtest.FakeDocker(t)
+	dir := filepath.Dir(fake)
+	known := filepath.Join(t.TempDir(), "known_hosts")
 	var hosts [2]*sshhost.Host
 	for i, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
 		if hosts[i], err = sshhost.New(sshConfig(t, l, h, []string{"server", "client"}[i], known)); err != nil {

@@ -130,7 +130,7 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 		srv.procRoot = "/proc"
 	}
 	started := time.Now()
-	if err := startHeld(cmd, s.CPUs, srv.reaped); err != nil {
+	if err := startHeld(cmd, s.CPUs, srv.done); err != nil {
 		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
 	}
 	id := l.Identity
@@ -141,6 +141,7 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	id.BinarySHA = fileSHA256(l.Binary)
 	srv.facts = infra.ServerFacts{Identity: id, Argv: append([]string{l.Binary}, args...), PID: cmd.Process.Pid,
 		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started}
+	go srv.wait()
 	if err := srv.ready(ctx, s); err != nil {
 		_ = srv.Stop(context.Background())
 		return nil, err
@@ -172,14 +173,14 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 // startHeld starts cmd from a goroutine locked to an OS thread of its
 // own, with the CPU affinity cpus when given (the child inherits it from
 // its first instruction, and every thread it makes does too; the thread's
-// own mask is put back right after the fork), and keeps
-// that thread until the child has ended: PR_SET_PDEATHSIG fires when the
-// thread that forked the child ends, not the process, and Go ends a
+// own mask is put back right after the fork), and keeps that thread until
+// held is closed (the child has been reaped): PR_SET_PDEATHSIG fires when
+// the thread that forked the child ends, not the process, and Go ends a
 // thread whose goroutine exits locked (netns.Host.Do does that) or may
-// reuse a pooled one that way. The goroutine then reaps the child and
-// calls reaped with Wait's result; the thread, pinned or not, is
-// discarded with it rather than returned to Go's pool.
-func startHeld(cmd *exec.Cmd, cpus string, reaped func(error)) error {
+// reuse a pooled one that way. The thread, pinned or not, is then
+// discarded rather than returned to Go's pool. It only waits; the reaping
+// is an ordinary goroutine's.
+func startHeld(cmd *exec.Cmd, cpus string, held <-chan struct{}) error {
 	var set *unix.CPUSet
 	if cpus != "" {
 		list, err := infra.ParseCPUList(cpus)
@@ -214,7 +215,7 @@ func startHeld(cmd *exec.Cmd, cpus string, reaped func(error)) error {
 		}
 		errc <- err
 		if err == nil {
-			reaped(cmd.Wait())
+			<-held
 		}
 	}()
 	return <-errc
@@ -273,9 +274,9 @@ func (s *localServer) Facts() infra.ServerFacts  { return s.facts }
 func (s *localServer) Exited() <-chan infra.Exit { return s.exited }
 func (s *localServer) LogPath() string           { return s.logPath }
 
-// reaped takes the process's end (from startHeld, which waited for it)
-// and reports an end nobody asked for.
-func (s *localServer) reaped(err error) {
+// wait reaps the process and reports an end nobody asked for.
+func (s *localServer) wait() {
+	err := s.cmd.Wait()
 	e := infra.Exit{Code: s.cmd.ProcessState.ExitCode(), Err: err}
 	if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = unix.SignalName(ws.Signal())

@@ -46,7 +46,7 @@ type ServerSettings struct {
 	Kind    Kind   `json:"kind"`    // default valkey
 	Version string `json:"version"` // upstream version, e.g. 9.1.2; launchers fill it from the binary's identity
 	Port    int    `json:"port"`    // 0: the local launcher picks a free port; containers use the server default 6379
-	Bind    string `json:"bind"`    // "": 127.0.0.1 for local servers, the server default in containers
+	Bind    string `json:"bind"`    // "": 127.0.0.1 (containers: their host address); never every address by default
 	// IOThreads is io-threads (Valkey/Redis >= 6) or server-threads (KeyDB);
 	// 0 leaves the server default.
 	IOThreads int `json:"io_threads,omitempty"`

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -50,11 +48,9 @@ func runAgent(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v (see linerate agent --help)\n", err)
 		return 2
 	}
-	// A coordinator that is gone closes our output: writing to it must be
-	// an error the agent handles (stop servers, revert tuning), not a
-	// SIGPIPE that ends the process first. Notify, not Ignore: an ignored
-	// signal would be inherited by the servers and tools the agent runs.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// A coordinator that is gone closes our output: main's signal handling
+	// makes that an error (and a stop) the agent handles — stop servers,
+	// revert tuning — not a SIGPIPE that ends the process first.
 	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)

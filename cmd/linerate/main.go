@@ -7,9 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 )
 
 // command is one subcommand. run returns the process exit code.
@@ -58,12 +56,9 @@ func main() {
 		usage(os.Stderr)
 		os.Exit(2)
 	}
-	// The first Ctrl-C cancels the context so work stops cleanly and records
-	// are written; a second one kills at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
+	// The first Ctrl-C, SIGTERM or hangup cancels the context so work stops
+	// cleanly, records are written and what was started is torn down; the
+	// teardown is abandoned only on a third within 10 s of a second.
+	ctx := stopOnSignals(context.Background(), os.Stderr, func() { os.Exit(130) })
 	os.Exit(c.run(ctx, os.Args[2:]))
 }

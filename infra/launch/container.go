@@ -30,10 +30,13 @@ import (
 // run on linerate's development machines: this path runs on cloud hosts
 // only, and its tests replay a recorded command sequence.
 type Container struct {
-	Host     infra.Runner
-	Image    string // e.g. valkey/valkey:9.1.0
-	Name     string // container name; default linerate-<kind>-<port>
-	HostAddr string // address clients use to reach the host; default 127.0.0.1
+	Host  infra.Runner
+	Image string // e.g. valkey/valkey:9.1.0
+	Name  string // container name; default linerate-<kind>-<port>
+	// HostAddr is the address clients use to reach the host, and the
+	// server's bind when the settings name none; default the bind, and
+	// 127.0.0.1 when neither is given.
+	HostAddr string
 	NoFile   string // --ulimit nofile; default 32768:65536, as the study ran
 	Docker   string // docker command; default docker
 	LogDir   string // where the container log is copied; default settings.LogDir or a temp dir
@@ -41,17 +44,32 @@ type Container struct {
 	Poll time.Duration
 }
 
-// RunArgv is the docker run command for settings s.
-func (c *Container) RunArgv(s infra.ServerSettings) ([]string, error) {
-	if c.Image == "" {
-		return nil, errors.New("container image: empty (e.g. valkey/valkey:9.1.0)")
-	}
+// fill gives settings left empty the image's kind and version and the
+// bind. An image runs with host networking and (as the study ran it)
+// protected mode off, so it always binds one address: without it, it
+// would serve every interface of the host, a public one included.
+func (c *Container) fill(s infra.ServerSettings) infra.ServerSettings {
 	if s.Kind == "" {
 		s.Kind = kindOfImage(c.Image)
 	}
 	if s.Version == "" {
 		s.Version = versionOfImage(c.Image)
 	}
+	if s.Bind == "" {
+		s.Bind = c.HostAddr
+	}
+	if s.Bind == "" {
+		s.Bind = "127.0.0.1"
+	}
+	return s
+}
+
+// RunArgv is the docker run command for settings s.
+func (c *Container) RunArgv(s infra.ServerSettings) ([]string, error) {
+	if c.Image == "" {
+		return nil, errors.New("container image: empty (e.g. valkey/valkey:9.1.0)")
+	}
+	s = c.fill(s)
 	args, err := s.Args()
 	if err != nil {
 		return nil, err
@@ -81,6 +99,9 @@ func (c *Container) nofile() string {
 	}
 	return "32768:65536"
 }
+
+// ContainerName is the name the container for settings s gets.
+func (c *Container) ContainerName(s infra.ServerSettings) string { return c.name(c.fill(s)) }
 
 func (c *Container) name(s infra.ServerSettings) string {
 	if c.Name != "" {
@@ -146,12 +167,7 @@ func (c *Container) Start(ctx context.Context, s infra.ServerSettings) (infra.Se
 	if c.Host == nil {
 		return nil, errors.New("container launcher: no host runner")
 	}
-	if s.Kind == "" {
-		s.Kind = kindOfImage(c.Image)
-	}
-	if s.Version == "" {
-		s.Version = versionOfImage(c.Image)
-	}
+	s = c.fill(s)
 	argv, err := c.RunArgv(s)
 	if err != nil {
 		return nil, err
@@ -174,7 +190,7 @@ func (c *Container) Start(ctx context.Context, s infra.ServerSettings) (infra.Se
 		done: make(chan struct{}), exited: make(chan infra.Exit, 1)}
 	host := c.HostAddr
 	if host == "" {
-		host = "127.0.0.1"
+		host = s.Bind
 	}
 	srv.facts = infra.ServerFacts{Argv: argv, Addr: net.JoinHostPort(host, strconv.Itoa(port(s))), StartedAt: time.Now(),
 		Identity: infra.ServerIdentity{Kind: s.KindOrDefault(), Version: s.Version, Build: c.Image, Source: "image", Env: s.Env}}
@@ -218,9 +234,14 @@ func (s *containerServer) Facts() infra.ServerFacts  { return s.facts }
 func (s *containerServer) Exited() <-chan infra.Exit { return s.exited }
 func (s *containerServer) LogPath() string           { return s.logPath }
 
-// cliArgv is docker exec <name> <cli> -p <port> [auth] args….
+// cliArgv is docker exec <name> <cli> -h <bind> -p <port> [auth] args…:
+// the server listens on its bind address only.
 func (s *containerServer) cliArgv(args ...string) []string {
-	a := []string{s.c.docker(), "exec", s.name, s.cli, "-p", strconv.Itoa(port(s.settings))}
+	host := s.settings.Bind
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	a := []string{s.c.docker(), "exec", s.name, s.cli, "-h", host, "-p", strconv.Itoa(port(s.settings))}
 	if s.settings.User != nil {
 		a = append(a, "--user", s.settings.User.Name, "--pass", s.settings.User.Password, "--no-auth-warning")
 	} else if s.settings.RequirePass != "" {

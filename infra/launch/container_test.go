@@ -76,7 +76,15 @@ func (f *fakeDocker) Run(ctx context.Context, argv ...string) ([]byte, error) {
 	case "inspect":
 		return []byte("4242\n"), nil
 	case "exec":
-		cmd := strings.Join(argv[6:], " ")
+		// docker exec NAME CLI [-h HOST] -p PORT args…
+		rest := argv[4:]
+		for len(rest) > 0 && rest[0] != "-p" {
+			rest = rest[1:]
+		}
+		if len(rest) < 2 {
+			return nil, fmt.Errorf("fake docker: no -p in %s", line)
+		}
+		cmd := strings.Join(rest[2:], " ")
 		switch {
 		case cmd == "PING":
 			f.mu.Lock()
@@ -136,8 +144,10 @@ func TestContainerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Host networking with protected mode off: the bind to the data
+	// address is all that keeps the server off the host's other interfaces.
 	want := "docker run --detach --name linerate-valkey-6379 --network host --cpuset-cpus 8-23 --ulimit nofile=32768:65536 " +
-		"valkey/valkey:9.1.0 --save  --appendonly no --io-threads 16 --protected-mode no --maxmemory 60gb"
+		"valkey/valkey:9.1.0 --save  --appendonly no --io-threads 16 --protected-mode no --maxmemory 60gb --bind 198.18.0.1"
 	if got := strings.Join(argv, " "); got != want {
 		t.Errorf("argv = %s\nwant   %s", got, want)
 	}
@@ -208,5 +218,47 @@ func TestContainerRefusals(t *testing.T) {
 	c = &Container{Host: newFakeDocker(), Image: "ghcr.io/microsoft/garnet:1.0"}
 	if _, err := c.Start(context.Background(), infra.ServerSettings{}); err == nil || !strings.Contains(err.Error(), "garnet") {
 		t.Errorf("garnet container: err = %v", err)
+	}
+}
+
+// An image runs with host networking and protected mode off, as the study
+// ran it: without a bind it would serve every interface of the host. The
+// bind is the settings' address, else the host address, else loopback,
+// and readiness and facts are asked at that address.
+func TestContainerBindsOneAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		bind, hostAddr string
+		want           string
+	}{
+		{"nothing said", "", "", "127.0.0.1"},
+		{"the data address", "198.18.0.1", "", "198.18.0.1"},
+		{"the host address", "", "198.18.0.1", "198.18.0.1"},
+		{"both", "198.18.0.1", "198.18.0.1", "198.18.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFakeDocker()
+			c := &Container{Host: fake, Image: "valkey/valkey:9.1.0", HostAddr: tc.hostAddr, Poll: time.Millisecond, LogDir: t.TempDir()}
+			srv, err := c.Start(context.Background(), infra.ServerSettings{Bind: tc.bind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop(context.Background())
+			if srv.Addr() != tc.want+":6379" {
+				t.Errorf("addr %s, want %s:6379", srv.Addr(), tc.want)
+			}
+			for _, line := range strings.Split(fake.transcript(), "\n") {
+				switch {
+				case strings.HasPrefix(line, "docker run "):
+					if !strings.HasSuffix(line, " --bind "+tc.want) {
+						t.Errorf("run without the bind to %s: %s", tc.want, line)
+					}
+				case strings.HasPrefix(line, "docker exec "):
+					if !strings.Contains(line, " -h "+tc.want+" -p 6379 ") {
+						t.Errorf("cli not at %s: %s", tc.want, line)
+					}
+				}
+			}
+		})
 	}
 }

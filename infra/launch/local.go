@@ -117,10 +117,19 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), s.Env...)
 	// Its own process group: the operator's Ctrl-C reaches linerate, which
-	// then stops the server cleanly, not the server first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// then stops the server cleanly, not the server first. SIGKILL when
+	// linerate dies without stopping it (kill -9, a crash): a server must
+	// not outlive its runner (startHeld keeps the forking thread alive).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	srv := &localServer{
+		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
+		procRoot: l.ProcRoot, net: l.Net,
+	}
+	if srv.procRoot == "" {
+		srv.procRoot = "/proc"
+	}
 	started := time.Now()
-	if err := startPinned(cmd, s.CPUs); err != nil {
+	if err := startHeld(cmd, s.CPUs, srv.done); err != nil {
 		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
 	}
 	id := l.Identity
@@ -129,13 +138,6 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 		id.Kind = s.KindOrDefault()
 	}
 	id.BinarySHA = fileSHA256(l.Binary)
-	srv := &localServer{
-		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
-		procRoot: l.ProcRoot, net: l.Net,
-	}
-	if srv.procRoot == "" {
-		srv.procRoot = "/proc"
-	}
 	srv.facts = infra.ServerFacts{Identity: id, Argv: append([]string{l.Binary}, args...), PID: cmd.Process.Pid,
 		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started}
 	go srv.wait()
@@ -167,41 +169,53 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	return srv, nil
 }
 
-// startPinned starts cmd with the CPU affinity cpus (none when empty). The
-// affinity is set on a locked OS thread right before the fork, so the child
-// inherits it from its first instruction and every thread it makes does
-// too. The thread's own mask is then put back before it is unlocked; if
-// that fails it stays locked, and Go retires it with its goroutine.
-func startPinned(cmd *exec.Cmd, cpus string) error {
-	if cpus == "" {
-		return cmd.Start()
-	}
-	list, err := infra.ParseCPUList(cpus)
-	if err != nil {
-		return err
-	}
-	var set unix.CPUSet
-	set.Zero()
-	for _, c := range list {
-		set.Set(c)
+// startHeld starts cmd from a goroutine locked to an OS thread of its
+// own, with the CPU affinity cpus when given (the child inherits it from
+// its first instruction, and every thread it makes does too; the thread's
+// own mask is put back right after the fork), and keeps that thread until
+// held is closed (the child has been reaped): PR_SET_PDEATHSIG fires when
+// the thread that forked the child ends, not the process, and Go ends a
+// thread whose goroutine exits locked (netns.Host.Do does that) or may
+// reuse a pooled one that way. The thread, pinned or not, is then
+// discarded rather than returned to Go's pool. It only waits; the reaping
+// is an ordinary goroutine's.
+func startHeld(cmd *exec.Cmd, cpus string, held <-chan struct{}) error {
+	var set *unix.CPUSet
+	if cpus != "" {
+		list, err := infra.ParseCPUList(cpus)
+		if err != nil {
+			return err
+		}
+		set = new(unix.CPUSet)
+		set.Zero()
+		for _, c := range list {
+			set.Set(c)
+		}
 	}
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread()
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
 		var orig unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &orig); err != nil {
-			errc <- fmt.Errorf("read thread affinity: %w", err)
-			return
-		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			errc <- fmt.Errorf("pin to cpus %s (this host has %d CPUs, 0-%d): %w", cpus, runtime.NumCPU(), runtime.NumCPU()-1, err)
-			return
+		if set != nil {
+			if err := unix.SchedGetaffinity(0, &orig); err != nil {
+				errc <- fmt.Errorf("read thread affinity: %w", err)
+				return
+			}
+			if err := unix.SchedSetaffinity(0, set); err != nil {
+				errc <- fmt.Errorf("pin to cpus %s (this host has %d CPUs, 0-%d): %w", cpus, runtime.NumCPU(), runtime.NumCPU()-1, err)
+				return
+			}
 		}
 		err := cmd.Start()
-		if unix.SchedSetaffinity(0, &orig) == nil {
-			runtime.UnlockOSThread()
+		if set != nil {
+			// Waiting is no work for the server's CPUs; and a thread of
+			// linerate narrowed to them would look like pinning gone wrong.
+			_ = unix.SchedSetaffinity(0, &orig)
 		}
 		errc <- err
+		if err == nil {
+			<-held
+		}
 	}()
 	return <-errc
 }

@@ -35,6 +35,29 @@ func Need(t testing.TB, tool string) string {
 	return ""
 }
 
+// Runs says whether pid is a live process. A zombie does not count: a
+// killed process whose parent died is reaped by whoever inherits it, in
+// its own time.
+func Runs(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
+}
+
+// GoneWithin waits up to d for pid to stop running (Runs) and says
+// whether it did.
+func GoneWithin(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for Runs(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return !Runs(pid)
+}
+
 // Server is a redis-server started for one test.
 type Server struct {
 	Port int
@@ -184,6 +207,23 @@ func Info(t testing.TB, addr, section string) map[string]string {
 		t.Fatal(err)
 	}
 	return resp.ParseInfo(s)
+}
+
+// FakeDocker is a fresh copy of sweeps/parts/testdata/fake-docker in a
+// directory of its own (it keeps its state beside itself): docker's
+// command line for launch.Container on machines without docker.
+func FakeDocker(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sweeps", "parts", "testdata", "fake-docker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "docker")
+	if err := os.WriteFile(p, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 var distOnce struct {

@@ -93,11 +93,33 @@ func TestSnapshotDiffOnFixtures(t *testing.T) {
 
 func TestParseStatOddNames(t *testing.T) {
 	st, err := ParseStat([]byte("77 (we (ird) name) R 1 1 1 0 -1 0 42 0 0 0 7 9 0 0 20 0 1 0 5 6 7"))
-	if err != nil || st.Comm != "we (ird) name" || st.MinFlt != 42 || st.UTime != 7 || st.STime != 9 {
+	if err != nil || st.Comm != "we (ird) name" || st.MinFlt != 42 || st.UTime != 7 || st.STime != 9 || st.StartTicks != 5 {
 		t.Errorf("%+v %v", st, err)
 	}
 	if _, err := ParseStat([]byte("77 no comm here")); err == nil {
 		t.Error("accepted a line without (comm)")
+	}
+}
+
+// A process's identity is its executable and start time; another process
+// (this one's child) has another.
+func TestRealIdentity(t *testing.T) {
+	self, err := FS{}.Identity(os.Getpid())
+	exe, _ := os.Executable()
+	if err != nil || self.Exe != exe || self.StartTicks == 0 {
+		t.Fatalf("own identity %+v %v, want exe %s and a start time", self, err, exe)
+	}
+	sleep := exec.Command("sleep", "10")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+	other, err := FS{}.Identity(sleep.Process.Pid)
+	if err != nil || other.Exe == self.Exe || other.StartTicks < self.StartTicks {
+		t.Errorf("sleep's identity %+v %v, own %+v", other, err, self)
+	}
+	if _, err := (FS{Root: t.TempDir()}).Identity(1); err == nil {
+		t.Error("identity from an empty root")
 	}
 }
 

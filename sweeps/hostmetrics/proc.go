@@ -148,6 +148,9 @@ type Stat struct {
 	MinFlt uint64
 	UTime  uint64
 	STime  uint64
+	// StartTicks is when the process started, in clock ticks after boot
+	// (0 when the line stops short of it).
+	StartTicks uint64
 }
 
 // ParseStat reads a /proc/<pid>/stat or task stat line. The name may hold
@@ -176,7 +179,39 @@ func ParseStat(b []byte) (Stat, error) {
 	if st.STime, err = num(12); err != nil {
 		return Stat{}, fmt.Errorf("stat stime: %w", err)
 	}
+	if len(f) > 19 { // starttime is field 22
+		if st.StartTicks, err = num(19); err != nil {
+			return Stat{}, fmt.Errorf("stat starttime: %w", err)
+		}
+	}
 	return st, nil
+}
+
+// Identity tells a process apart from a later one given the same PID: its
+// executable (/proc/<pid>/exe) and its start time (/proc/<pid>/stat).
+type Identity struct {
+	Exe        string
+	StartTicks uint64
+}
+
+// Identity reads pid's identity.
+func (f FS) Identity(pid int) (Identity, error) {
+	exe, err := os.Readlink(f.path("proc", strconv.Itoa(pid), "exe"))
+	if err != nil {
+		return Identity{}, fmt.Errorf("identity of pid %d: %w", pid, err)
+	}
+	b, err := os.ReadFile(f.path("proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return Identity{}, fmt.Errorf("identity of pid %d: %w", pid, err)
+	}
+	st, err := ParseStat(b)
+	if err != nil {
+		return Identity{}, fmt.Errorf("identity of pid %d: %w", pid, err)
+	}
+	if st.StartTicks == 0 {
+		return Identity{}, fmt.Errorf("identity of pid %d: no start time in its stat", pid)
+	}
+	return Identity{Exe: exe, StartTicks: st.StartTicks}, nil
 }
 
 // Cores reads per-CPU jiffies from /proc/stat.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
 // Starter starts campaign versions with infra's launchers. It also resolves
@@ -124,12 +126,9 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	dir := filepath.Join(logDir, pv.Segment+"-"+time.Now().UTC().Format("20060102T150405.000Z"))
 	set := Settings(pv, dir)
 	set.StartTimeout = s.StartTimeout
-	// Images keep the server's default bind (every address, as the study
-	// ran them): their readiness and FLUSHALL go through 127.0.0.1 inside
-	// the host network, and clients reach them at the data address.
-	if s.Bind != "" && pv.Spec.Image == "" {
-		set.Bind = s.Bind
-	}
+	// Images too: they run with host networking and protected mode off,
+	// so without the bind they would serve every interface of the host.
+	set.Bind = s.Bind
 	var l infra.Launcher
 	v := pv.Spec
 	switch {
@@ -146,10 +145,16 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 		if r == nil {
 			r = launch.ExecRunner{}
 		}
-		l = &launch.Container{Host: r, Image: v.Image, LogDir: dir, Docker: s.DockerCommand}
+		c := &launch.Container{Host: r, Image: v.Image, LogDir: dir, Docker: s.DockerCommand}
 		if set.Kind == "" {
 			set.Kind, _ = imageVersion(v.Image)
 		}
+		if s.Docker == nil {
+			// Docker here: a watchdog removes the container if this
+			// process dies without stopping it.
+			return s.startWatched(ctx, c, set)
+		}
+		l = c
 	default:
 		kind := kindOfBinary(v.Binary)
 		l = &launch.Local{Binary: v.Binary, Identity: infra.ServerIdentity{Kind: kind, Source: "path", Build: v.Binary}, Net: s.Net}
@@ -161,6 +166,59 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	if err != nil {
 		return nil, err
 	}
+	r, err := s.adopt(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// startWatched starts an image version with docker on this host, watched:
+// the container is docker's child, not ours, so no parent-death signal
+// reaches it when this process dies without stopping it (SIGKILL, a
+// crash). A small watchdog in a session of its own holds the read end of
+// a pipe whose write end only this process has; when the pipe ends
+// without a "done" (Stop says it), the watchdog removes the container.
+func (s *Starter) startWatched(ctx context.Context, c *launch.Container, set infra.ServerSettings) (sweeps.RunningServer, error) {
+	name := c.ContainerName(set)
+	docker := s.DockerCommand
+	if docker == "" {
+		docker = "docker"
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("container watchdog for %s: %w", name, err)
+	}
+	dog := exec.Command("sh", "-c", `IFS= read -r l; [ "$l" = done ] || exec "$0" "$@"`, docker, "rm", "--force", name)
+	dog.Stdin = rd
+	dog.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = dog.Start()
+	rd.Close()
+	if err != nil {
+		wr.Close()
+		return nil, fmt.Errorf("container watchdog for %s: %w", name, err)
+	}
+	release := func() {
+		_, _ = wr.WriteString("done\n")
+		wr.Close()
+		_ = dog.Wait()
+	}
+	srv, err := c.Start(ctx, set)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r, err := s.adopt(ctx, srv)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.release = release
+	return r, nil
+}
+
+// adopt wraps a started server for the runner.
+func (s *Starter) adopt(ctx context.Context, srv infra.Server) (*running, error) {
 	host, portS, err := net.SplitHostPort(srv.Addr())
 	if err != nil {
 		_ = srv.Stop(context.WithoutCancel(ctx))
@@ -168,6 +226,11 @@ func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir strin
 	}
 	port, _ := strconv.Atoi(portS)
 	r := &running{srv: srv, host: host, port: port, exited: make(chan error, 1)}
+	if pid := srv.Facts().PID; pid > 0 {
+		// What tells this server from a later process given its PID: the
+		// orphan reaper kills nothing else.
+		r.proc, _ = hostmetrics.FS{}.Identity(pid)
+	}
 	if s.Net != nil {
 		r.dial = s.Net.Dial
 	}
@@ -182,7 +245,16 @@ type running struct {
 	port   int
 	dial   lab.Dialer // nil: this host's network
 	exited chan error
+	// release, when set, runs after Stop: the container watchdog's end.
+	release func()
+	proc    hostmetrics.Identity // read right after the start; zero when unreadable
 }
+
+// Info keys of a server's process identity in the environment record.
+const (
+	infoExe        = "proc:exe"
+	infoStartTicks = "proc:start_ticks"
+)
 
 func (r *running) watch() {
 	defer close(r.exited)
@@ -229,6 +301,10 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 		out["config:"+k] = v
 	}
 	out["identity"] = f.Identity.String()
+	if r.proc.Exe != "" {
+		out[infoExe] = r.proc.Exe
+		out[infoStartTicks] = strconv.FormatUint(r.proc.StartTicks, 10)
+	}
 	return out, nil
 }
 
@@ -241,8 +317,15 @@ func (r *running) FlushAll(ctx context.Context) error {
 	return ctl.FlushAll(ctx)
 }
 
-func (r *running) Exited() <-chan error           { return r.exited }
-func (r *running) Stop(ctx context.Context) error { return r.srv.Stop(ctx) }
+func (r *running) Exited() <-chan error { return r.exited }
+func (r *running) Stop(ctx context.Context) error {
+	err := r.srv.Stop(ctx)
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+	return err
+}
 
 // Bencher runs cells with lab.Run in this process.
 type Bencher struct {
@@ -311,12 +394,15 @@ func imageVersion(image string) (infra.Kind, string) {
 	return kind, m
 }
 
-// ReapOrphans stops servers a killed runner left behind on this host. The
-// launcher starts servers in their own process group (so an operator's
-// Ctrl-C reaches linerate first), so a SIGKILLed runner's server lives on,
-// holding memory and CPU that would skew the resumed campaign. A server is
-// stopped only when it still answers on its recorded local port with the
-// run_id recorded at its start: a reused PID or port is never touched.
+// ReapOrphans stops servers a killed runner left behind on this host.
+// Local servers die with their runner (a parent-death signal), so this is
+// for what that cannot cover: a record from an older linerate, a server
+// that outlived it some other way. A server is killed only when the
+// recorded PID is still the process that was started, by its executable
+// and its start time as recorded at the start (env.json is world-readable:
+// a listener on the recorded port can echo its run_id and PID, and a PID
+// is reused), and when it still answers on its recorded local port with
+// the recorded run_id. A record without that identity is left alone.
 // Call it with the run directory's lock held.
 func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
 	if run == nil || run.Env == nil {
@@ -326,8 +412,12 @@ func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
 	for _, s := range run.Env.Servers {
 		port, err1 := strconv.Atoi(s.Info["tcp_port"])
 		pid, err2 := strconv.Atoi(s.Info["process_id"])
-		runID := s.Info["run_id"]
-		if err1 != nil || err2 != nil || port <= 0 || pid <= 1 || runID == "" {
+		start, err3 := strconv.ParseUint(s.Info[infoStartTicks], 10, 64)
+		runID, exe := s.Info["run_id"], s.Info[infoExe]
+		if err1 != nil || err2 != nil || err3 != nil || port <= 0 || pid <= 1 || runID == "" || exe == "" {
+			continue
+		}
+		if id, err := (hostmetrics.FS{}).Identity(pid); err != nil || id != (hostmetrics.Identity{Exe: exe, StartTicks: start}) {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

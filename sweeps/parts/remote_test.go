@@ -333,9 +333,11 @@ func TestAgentStopsServerWhenConnectionDrops(t *testing.T) {
 // An image version, as the study's campaign names them, started by the
 // agent on the server host through the container launcher. Docker does not
 // run here, so testdata/fake-docker plays it with the Debian redis-server
-// (the tag is that binary's version). The server keeps the image's default
-// bind, the client host reaches it at the data address, the agent finds its
-// PID with docker inspect and samples its threads, and Stop ends it.
+// (the tag is that binary's version). The server binds the host's data
+// address only (host networking and protected mode off would otherwise
+// serve every interface), the client host reaches it there, the agent
+// finds its PID with docker inspect and samples its threads, and Stop ends
+// it.
 func TestImageVersionThroughAgent(t *testing.T) {
 	bin := redisBinary(t)
 	out, err := exec.Command(bin, "--version").Output()
@@ -348,16 +350,9 @@ func TestImageVersionThroughAgent(t *testing.T) {
 	}
 	image := "redis:" + string(m[1])
 	l := sshtest.New(t, "e2e-image")
-	dir := t.TempDir()
-	fake := filepath.Join(dir, "docker")
-	src, err := os.ReadFile("testdata/fake-docker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(fake, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	known := filepath.Join(dir, "known_hosts")
+	fake := labtest.FakeDocker(t)
+	dir := filepath.Dir(fake)
+	known := filepath.Join(t.TempDir(), "known_hosts")
 	var hosts [2]*sshhost.Host
 	for i, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
 		if hosts[i], err = sshhost.New(sshConfig(t, l, h, []string{"server", "client"}[i], known)); err != nil {
@@ -382,6 +377,14 @@ func TestImageVersionThroughAgent(t *testing.T) {
 	pid, _ := strconv.Atoi(info["process_id"])
 	if host, port := srv.Addr(); host != "198.18.0.1" || port != 6379 || !alive(pid) || info["config:io-threads"] != "2" {
 		t.Fatalf("server at %s:%d, pid %d, io-threads %q", host, port, pid, info["config:io-threads"])
+	}
+	argv, _ := os.ReadFile(filepath.Join(dir, "state", "linerate-redis-6379.argv"))
+	if !strings.Contains(string(argv), "\n--bind\n198.18.0.1\n") {
+		t.Errorf("docker run without --bind 198.18.0.1:\n%s", argv)
+	}
+	if c, err := l.Pair.Server.(*netns.Host).DialContext(ctx, "tcp", "127.0.0.1:6379"); err == nil {
+		c.Close()
+		t.Error("the image version also serves the server host's loopback: it is not bound to the data address alone")
 	}
 	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: 256 << 10,
 		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second)}.Resolve()

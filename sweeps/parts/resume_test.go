@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -87,24 +88,17 @@ func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
 	if err != nil || len(before.Problems) != 0 {
 		t.Fatalf("after kill: %v %v", err, before.Problems)
 	}
-	// The launcher starts servers in their own process group, so the killed
-	// runner's server outlives it; ReapOrphans finds it by port and run_id.
+	// The launcher gives servers a parent-death signal: the killed
+	// runner's server goes with it, and there is nothing left to reap.
 	if before.Env == nil || len(before.Env.Servers) == 0 {
 		t.Fatal("no server facts recorded")
 	}
 	orphan, _ := strconv.Atoi(before.Env.Servers[len(before.Env.Servers)-1].Info["process_id"])
-	if reaped := ReapOrphans(context.Background(), before); len(reaped) != 1 {
-		t.Errorf("reaped %v, want the killed runner's server", reaped)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if err := syscall.Kill(orphan, 0); err == nil {
-		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", orphan)); !strings.Contains(string(b), ") Z ") {
-			t.Errorf("orphan server %d still alive", orphan)
-			_ = syscall.Kill(orphan, syscall.SIGKILL)
-		}
+	if !labtest.GoneWithin(orphan, 5*time.Second) {
+		t.Errorf("server %d outlived its SIGKILLed runner", orphan)
 	}
 	if reaped := ReapOrphans(context.Background(), before); len(reaped) != 0 {
-		t.Errorf("second reap found %v", reaped)
+		t.Errorf("reaped %v after the runner's server went with it", reaped)
 	}
 	n := len(before.Cells)
 	if n < 3 || n > 4 {

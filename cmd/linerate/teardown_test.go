@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/sweeps"
+)
+
+// lockedBuffer is a stderr the test reads while the command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// sweepRun is `linerate sweep run` started in a process group of its own,
+// as a shell starts a job.
+type sweepRun struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	out    string // the run directory
+	done   chan struct{}
+}
+
+func startSweepRun(t *testing.T, campaign, out string, args ...string) *sweepRun {
+	t.Helper()
+	return startSweepRunTo(t, nil, campaign, out, args...)
+}
+
+// startSweepRunTo is startSweepRun with its output going to w (nil: the
+// run's stderr buffer).
+func startSweepRunTo(t *testing.T, w *os.File, campaign, out string, args ...string) *sweepRun {
+	t.Helper()
+	r := &sweepRun{stderr: &lockedBuffer{}, out: out, done: make(chan struct{})}
+	r.cmd = exec.Command(labtest.Binary(t), append([]string{"sweep", "run", campaign, "--out", out}, args...)...)
+	r.cmd.Stdout, r.cmd.Stderr = r.stderr, r.stderr
+	if w != nil {
+		r.cmd.Stdout, r.cmd.Stderr = w, w
+	}
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = r.cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+// serversUnder lists live processes whose working directory is under dir:
+// the launcher starts every server in its log directory, in the run's.
+func serversUnder(dir string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && strings.HasPrefix(cwd, dir+string(filepath.Separator)) && labtest.Runs(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// untilServing waits for a server of the run to be up (a cell is under
+// way).
+func (r *sweepRun) untilServing(t *testing.T) []int {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if pids := serversUnder(r.out); len(pids) > 0 {
+			time.Sleep(500 * time.Millisecond) // into the cell
+			return pids
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("sweep run ended before a server started:\n%s", r.stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no server started in 2 minutes:\n%s", r.stderr)
+	return nil
+}
+
+func (r *sweepRun) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// waitFor waits up to d for stderr to say s.
+func (r *sweepRun) waitFor(s string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !strings.Contains(r.stderr.String(), s) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return strings.Contains(r.stderr.String(), s)
+}
+
+// interruptTwice sends Ctrl-C, and again once the run says it is
+// stopping; it says whether the run then warned what a third would do.
+func (r *sweepRun) interruptTwice(t *testing.T) bool {
+	t.Helper()
+	r.signal(t, syscall.SIGINT)
+	r.waitFor("stopping", 2*time.Second)
+	r.signal(t, syscall.SIGINT)
+	return r.waitFor("tearing down, Ctrl-C again in 10 s to abandon", 2*time.Second)
+}
+
+// nothingLeft checks that none of servers runs and that the run's
+// namespaces are gone.
+func (r *sweepRun) nothingLeft(t *testing.T, servers []int) {
+	t.Helper()
+	for _, pid := range servers {
+		if labtest.Runs(pid) {
+			t.Errorf("server %d still runs", pid)
+		}
+	}
+	if left := serversUnder(r.out); len(left) > 0 {
+		t.Errorf("processes of the run still run: %v", left)
+	}
+	if ns := namespacesOf(t, r.cmd.Process.Pid); len(ns) > 0 {
+		t.Errorf("namespaces left: %v", ns)
+	}
+}
+
+// end waits (bounded) for the run to end and checks it ended by itself,
+// not by a signal, with exit code want.
+func (r *sweepRun) end(t *testing.T, want int) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("sweep run did not end:\n%s", r.stderr)
+	}
+	ws := r.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		t.Fatalf("sweep run was ended by %v before its teardown finished:\n%s", ws.Signal(), r.stderr)
+	}
+	if code := ws.ExitStatus(); code != want {
+		t.Errorf("exit code %d, want %d:\n%s", code, want, r.stderr)
+	}
+}
+
+// namespacesOf lists the netns provider's namespaces made by pid.
+func namespacesOf(t *testing.T, pid int) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "lr-"+strconv.Itoa(pid)+"-") {
+			mine = append(mine, f[0])
+		}
+	}
+	return mine
+}
+
+// teardownCampaign writes a campaign of long cells on provider, with the
+// given server args and the per-namespace tuning profile "ns" when tuned.
+func teardownCampaign(t *testing.T, provider string, tuned bool, serverArgs string) (campaign, profiles string) {
+	t.Helper()
+	return teardownCampaignOf(t, provider, tuned, serverArgs, "30s", 1)
+}
+
+// teardownCampaignOf is teardownCampaign with cells of duration d, reps
+// times.
+func teardownCampaignOf(t *testing.T, provider string, tuned bool, serverArgs, d string, reps int) (campaign, profiles string) {
+	t.Helper()
+	redis := labtest.Need(t, "redis-server")
+	dir := t.TempDir()
+	profiles = filepath.Join(dir, "profiles")
+	if err := os.MkdirAll(profiles, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(profiles, "ns.yaml"), []byte("nic_address: 198.18.0.1\nirqbalance: leave\nsysctls: {net.core.somaxconn: \"1313\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := "name: teardown\nprovider: " + provider + "\nrepetitions: " + strconv.Itoa(reps) + "\n"
+	if tuned {
+		src += "tuning: ns\n"
+	}
+	src += `versions:
+  - {binary: ` + redis + `}
+server:
+  args: [` + serverArgs + `]
+workload:
+  value-size: 64KiB
+  connections: 1
+  keyspace: 4
+  warmup: 200ms
+  duration: ` + d + `
+`
+	campaign = filepath.Join(dir, "teardown.yaml")
+	if err := os.WriteFile(campaign, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return campaign, profiles
+}
+
+// The terminal or SSH session of `sweep run` closes mid-cell: the hangup
+// is an interrupt like Ctrl-C, so the run tears down: its server stopped,
+// the namespaces gone, the tuning reverted (each namespace's agent removes
+// its snapshot once it has restored it).
+func TestSweepRunHangupTearsDown(t *testing.T) {
+	campaign, profiles := teardownCampaign(t, "netns", true, "--save, \"\"")
+	out := filepath.Join(t.TempDir(), "run")
+	r := startSweepRun(t, campaign, out, "--profiles", profiles)
+	servers := r.untilServing(t)
+	for _, role := range []string{"server", "client"} {
+		if _, err := os.Stat(filepath.Join(out, "agent-"+role, "tuning-snapshot.json")); err != nil {
+			t.Fatalf("the %s namespace is not tuned while a cell runs: %v", role, err)
+		}
+	}
+	// As a closing terminal does: the hangup reaches the job's group.
+	if err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	r.end(t, 130)
+	r.nothingLeft(t, servers)
+	for _, role := range []string{"server", "client"} {
+		if _, err := os.Stat(filepath.Join(out, "agent-"+role, "tuning-snapshot.json")); err == nil {
+			t.Errorf("the %s namespace's tuning was not reverted (its agent's snapshot is still there)", role)
+		}
+	}
+}
+
+// A second Ctrl-C while the run tears down does not end the teardown: it
+// says a third within 10 s would, and the teardown runs to its end. The
+// server ignores SHUTDOWN (renamed), so stopping it takes the launcher's
+// 5 s before SIGTERM: the second Ctrl-C lands inside the teardown.
+func TestSweepRunSecondInterruptKeepsTearingDown(t *testing.T) {
+	campaign, profiles := teardownCampaign(t, "netns", false, `--rename-command, SHUTDOWN, ""`)
+	out := filepath.Join(t.TempDir(), "run")
+	r := startSweepRun(t, campaign, out, "--profiles", profiles)
+	servers := r.untilServing(t)
+	if !r.interruptTwice(t) {
+		t.Errorf("the second Ctrl-C did not say what a third would do:\n%s", r.stderr)
+	}
+	r.end(t, 130)
+	if strings.Contains(r.stderr.String(), "abandoned") {
+		t.Errorf("the teardown was abandoned:\n%s", r.stderr)
+	}
+	r.nothingLeft(t, servers)
+}
+
+// A third Ctrl-C within 10 s of the second abandons the teardown, as the
+// second said, and at once: the server (still refusing SHUTDOWN) is not
+// waited for. It dies with linerate all the same.
+func TestSweepRunThirdInterruptAbandons(t *testing.T) {
+	campaign, profiles := teardownCampaign(t, "local", false, `--rename-command, SHUTDOWN, ""`)
+	out := filepath.Join(t.TempDir(), "run")
+	r := startSweepRun(t, campaign, out, "--profiles", profiles)
+	servers := r.untilServing(t)
+	r.interruptTwice(t)
+	r.signal(t, syscall.SIGINT)
+	select {
+	case <-r.done:
+	case <-time.After(3 * time.Second): // well before the 5 s the server's stop takes
+		t.Fatalf("a third Ctrl-C did not abandon the teardown:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr.String(), "teardown abandoned") {
+		t.Errorf("no word of the abandon:\n%s", r.stderr)
+	}
+	for _, pid := range servers {
+		if !labtest.GoneWithin(pid, 5*time.Second) {
+			t.Errorf("server %d outlived the abandoned run", pid)
+		}
+	}
+}
+
+// kill -9 of the runner: nothing of linerate runs to tear down, and its
+// server goes all the same (a parent-death signal), within seconds.
+func TestSweepRunKilledLeavesNoServer(t *testing.T) {
+	campaign, profiles := teardownCampaign(t, "local", false, "--save, \"\"")
+	out := filepath.Join(t.TempDir(), "run")
+	r := startSweepRun(t, campaign, out, "--profiles", profiles)
+	servers := r.untilServing(t)
+	r.signal(t, syscall.SIGKILL)
+	<-r.done
+	for _, pid := range servers {
+		if !labtest.GoneWithin(pid, 5*time.Second) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("server %d outlived its SIGKILLed runner", pid)
+		}
+	}
+}
+
+// The output of `sweep run` goes away: an SSH session without a terminal
+// closes its pipes and sends no hangup. The next line the run writes meets
+// a broken pipe, which must stop it like a hangup and tear down, not kill
+// it before its teardown.
+func TestSweepRunOutputGoneTearsDown(t *testing.T) {
+	campaign, profiles := teardownCampaignOf(t, "local", false, "--save, \"\"", "1s", 30)
+	out := filepath.Join(t.TempDir(), "run")
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startSweepRunTo(t, wr, campaign, out, "--profiles", profiles)
+	wr.Close()
+	go func() { _, _ = io.Copy(io.Discard, rd) }()
+	servers := r.untilServing(t)
+	rd.Close() // the session is gone
+	r.end(t, 130)
+	r.nothingLeft(t, servers)
+	run, err := sweeps.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Cells) >= 30 {
+		t.Errorf("%d cells ran: the run went on after its output went away", len(run.Cells))
+	}
+}

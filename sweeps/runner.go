@@ -95,6 +95,10 @@ type Runner struct {
 // campaign stops retrying it.
 const DefaultMaxAttempts = 3
 
+// serverExitGrace is how long a cell whose bench lost the server waits for
+// the server's exit to be reported before it is judged.
+const serverExitGrace = 3 * time.Second
+
 // Summary is what a run did.
 type Summary struct {
 	Planned       int           `json:"planned"`
@@ -405,6 +409,15 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 	<-sampleDone
 	if s := snap(); s != nil {
 		series = append(series, s)
+	}
+	// A bench that lost the server can end before the process's exit is
+	// reported: give the report a moment, so the cell says the server
+	// died rather than that connections failed.
+	if res != nil && res.Stop.Reason == lab.StopServerLost {
+		select {
+		case <-watchDone:
+		case <-time.After(serverExitGrace):
+		}
 	}
 	cancel(nil)
 	<-watchDone

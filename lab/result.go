@@ -242,3 +242,45 @@ const (
 	ExitServerLost  = 4
 	ExitInterrupted = 130
 )
+
+// Thresholds for the notes a record carries about the client itself.
+const (
+	clientBusyLimit  = 0.90 // a worker this busy may be what limited the run
+	faultsPerOpLimit = 1.0  // more than this means the client touched fresh memory per request
+)
+
+// Notes flags a run whose figure may be the client's, not the server's.
+func (cu ClientUsage) Notes() []string {
+	var notes []string
+	for _, wu := range cu.Workers {
+		if wu.Busy >= clientBusyLimit {
+			notes = append(notes, fmt.Sprintf("client-limited: worker %d was busy %.0f%% of the window; the figure may be the client's ceiling, not the server's", wu.Worker, wu.Busy*100))
+			break
+		}
+	}
+	if cu.MinorFaultsPerOp > faultsPerOpLimit {
+		notes = append(notes, fmt.Sprintf("client page faults: %.1f minor faults per request", cu.MinorFaultsPerOp))
+	}
+	return notes
+}
+
+// ClientLimited reports whether the record says the client may have been
+// the bottleneck.
+func (r *Result) ClientLimited() bool { return r.Client.MaxWorkerBusy >= clientBusyLimit }
+
+// SinkName is what linerate sink calls itself in INFO server.
+const SinkName = "linerate-sink"
+
+// FromSink says whether the record is of a run against linerate sink.
+func (r *Result) FromSink() bool { return r.Server != nil && r.Server.Name == SinkName }
+
+// ServerLabel names the server of a record: "valkey 9.1.2", "linerate-sink".
+func (r *Result) ServerLabel() string {
+	switch {
+	case r.Server == nil:
+		return "an unknown server"
+	case r.FromSink():
+		return SinkName
+	}
+	return r.Server.Name + " " + r.Server.Version
+}

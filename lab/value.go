@@ -20,9 +20,9 @@ import (
 // of a reply (--verify header) proves its length, its key and that both
 // ends come from the same write. --verify full also compares the body.
 const (
-	valueHeaderLen    = 32
-	valueTrailerLen   = 16
-	MinVerifiableSize = valueHeaderLen + valueTrailerLen
+	ValueHeaderLen    = 32
+	ValueTrailerLen   = 16
+	MinVerifiableSize = ValueHeaderLen + ValueTrailerLen
 	keyPrefix         = "key:"
 )
 
@@ -33,7 +33,7 @@ type ValueLayout struct {
 	Size int64
 	Seed uint64
 	// Body is the whole value's bytes with a zero header and trailer; the
-	// body proper is Body[valueHeaderLen : Size-valueTrailerLen].
+	// body proper is Body[ValueHeaderLen : Size-ValueTrailerLen].
 	Body []byte
 }
 
@@ -43,7 +43,7 @@ func NewValueLayout(size int64, seed uint64) *ValueLayout {
 	b := make([]byte, size)
 	x := seed*0x9E3779B97F4A7C15 + uint64(size)
 	var w [8]byte
-	for i := int64(valueHeaderLen); i < size; i += 8 {
+	for i := int64(ValueHeaderLen); i < size; i += 8 {
 		// xorshift64*: cheap, and no two 8-byte words in a row repeat.
 		x ^= x >> 12
 		x ^= x << 25
@@ -52,8 +52,8 @@ func NewValueLayout(size int64, seed uint64) *ValueLayout {
 		copy(b[i:], w[:])
 	}
 	if size >= MinVerifiableSize {
-		clear(b[:valueHeaderLen])
-		clear(b[size-valueTrailerLen:])
+		clear(b[:ValueHeaderLen])
+		clear(b[size-ValueTrailerLen:])
 	}
 	return &ValueLayout{Size: size, Seed: seed, Body: b}
 }
@@ -63,7 +63,7 @@ func (l *ValueLayout) BodyRange() (lo, hi int64) {
 	if l.Size < MinVerifiableSize {
 		return 0, l.Size
 	}
-	return valueHeaderLen, l.Size - valueTrailerLen
+	return ValueHeaderLen, l.Size - ValueTrailerLen
 }
 
 func checkWord(key uint32, gen uint64, length uint64) uint64 {
@@ -132,7 +132,7 @@ func (l *ValueLayout) Full(key uint32, gen uint64) []byte {
 	v := bytes.Clone(l.Body)
 	if l.Size >= MinVerifiableSize {
 		l.PutHeader(v, key, gen)
-		l.PutTrailer(v[l.Size-valueTrailerLen:], key, gen)
+		l.PutTrailer(v[l.Size-ValueTrailerLen:], key, gen)
 	}
 	return v
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/report"
 )
 
 // Progress hears about a run as it goes.
@@ -100,7 +101,7 @@ func cellSummary(rec *CellRecord) string {
 	if rec.Result != nil {
 		for _, op := range []string{"GET", "SET"} {
 			if o := rec.Result.Ops[lab.Op(op)]; o != nil {
-				parts = append(parts, fmt.Sprintf("%s %.2f Gbps p99 %s", op, o.Gbps, lab.FormatUs(o.Latency.P99)))
+				parts = append(parts, fmt.Sprintf("%s %.2f Gbps p99 %s", op, o.Gbps, report.FormatUs(o.Latency.P99)))
 			}
 		}
 	}

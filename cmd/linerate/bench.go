@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/report"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/spf13/pflag"
 )
@@ -89,11 +91,11 @@ func runBench(ctx context.Context, args []string) int {
 	if *jsonOut == "-" {
 		summary = os.Stderr
 	}
-	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, redactPassword(args)...)}
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, redactPassword(args)...)}
 	if !*quiet {
 		opt.Progress = os.Stderr
 	}
-	res, err := lab.Run(ctx, w, opt)
+	res, err := engine.Run(ctx, w, opt)
 	var fe *lab.FieldError
 	if res == nil {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
@@ -103,10 +105,10 @@ func runBench(ctx context.Context, args []string) int {
 		return lab.ExitSetupFailed
 	}
 	if sink != nil {
-		res.Notes = append(res.Notes, lab.CeilingNotes(res, sink)...)
+		res.Notes = append(res.Notes, report.CeilingNotes(res, sink)...)
 	}
 	if res.Stop.Reason != lab.StopSetupFailed {
-		lab.WriteSummary(summary, res)
+		report.WriteSummary(summary, res)
 	}
 	if *jsonOut != "" {
 		if werr := writeJSON(*jsonOut, res); werr != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/sink"
 	"github.com/spf13/pflag"
 )
 
@@ -58,12 +59,12 @@ func runSink(ctx context.Context, args []string) int {
 		return lab.ExitUsage
 	}
 	addr := *bind + ":" + strconv.Itoa(*port)
-	l, err := lab.SinkListen(addr)
+	l, err := sink.Listen(addr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sink: listen on %s: %v\n", addr, err)
 		return lab.ExitSetupFailed
 	}
-	s := &lab.Sink{Layout: lab.NewValueLayout(int64(size), *seed), Keyspace: *keyspace}
+	s := &sink.Server{Layout: lab.NewValueLayout(int64(size), *seed), Keyspace: *keyspace}
 	fmt.Fprintf(os.Stderr, "linerate sink: serving %s values on %s (Ctrl-C stops)\n", size, l.Addr())
 	if err := s.Serve(ctx, l); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sink: %v\n", err)

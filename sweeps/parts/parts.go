@@ -1,6 +1,6 @@
 // Package parts plugs the real pieces into the sweeps runner: infra's
 // launchers start campaign versions (store selectors, binary paths, images)
-// and lab.Run benches each cell.
+// and engine.Run benches each cell.
 package parts
 
 import (
@@ -23,6 +23,8 @@ import (
 	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/control"
+	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -243,7 +245,7 @@ type running struct {
 	srv    infra.Server
 	host   string
 	port   int
-	dial   lab.Dialer // nil: this host's network
+	dial   control.Dialer // nil: this host's network
 	exited chan error
 	// release, when set, runs after Stop: the container watchdog's end.
 	release func()
@@ -309,7 +311,7 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 }
 
 func (r *running) FlushAll(ctx context.Context) error {
-	ctl, err := lab.DialControlVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
+	ctl, err := control.DialVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
 	if err != nil {
 		return err
 	}
@@ -327,19 +329,19 @@ func (r *running) Stop(ctx context.Context) error {
 	return err
 }
 
-// Bencher runs cells with lab.Run in this process.
+// Bencher runs cells with engine.Run in this process.
 type Bencher struct {
 	RunID func(w lab.Workload) string // optional run IDs
 }
 
-// Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
+// Bench implements sweeps.Bencher. engine.Run marks the window's edges, so
 // the runner's host snapshots cover exactly the measured window.
 func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark}
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}
-	return lab.Run(ctx, w, opt)
+	return engine.Run(ctx, w, opt)
 }
 
 var versionRE = regexp.MustCompile(`v=([0-9][0-9A-Za-z.+-]*)`)
@@ -421,7 +423,7 @@ func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		ctl, err := lab.DialControl(cctx, lab.Workload{Host: "127.0.0.1", Port: port})
+		ctl, err := control.Dial(cctx, lab.Workload{Host: "127.0.0.1", Port: port})
 		if err != nil {
 			cancel()
 			continue

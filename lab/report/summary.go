@@ -1,4 +1,6 @@
-package lab
+// Package report is the text a bench run prints: the summary table, the
+// latency format, and the notes comparing a run with the client's ceiling.
+package report
 
 import (
 	"fmt"
@@ -6,11 +8,13 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/linerate/linerate/lab"
 )
 
 // WriteSummary prints the human summary of a run: one row per operation,
 // then errors, client cost and notes.
-func WriteSummary(out io.Writer, r *Result) {
+func WriteSummary(out io.Writer, r *lab.Result) {
 	w := r.Workload
 	fmt.Fprintf(out, "linerate %s  %s  engine %s", r.Linerate.Version, r.RunID, r.Engine.Name)
 	if r.Engine.Discard != "" {
@@ -33,7 +37,7 @@ func WriteSummary(out io.Writer, r *Result) {
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tGbps\tops/s\tp50\tp90\tp99\tp99.9\tmax\tmean\tTTFB p99\terrors\t")
-	for _, op := range []Op{OpGet, OpSet} {
+	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
 		o, found := r.Ops[op]
 		if !found {
 			continue
@@ -60,7 +64,7 @@ func WriteSummary(out io.Writer, r *Result) {
 		sort.Strings(kinds)
 		fmt.Fprintf(out, "\nerrors    %s (whole run, all phases)\n", strings.Join(kinds, " "))
 	}
-	if g := r.Ops[OpGet]; g != nil && g.Misses > 0 {
+	if g := r.Ops[lab.OpGet]; g != nil && g.Misses > 0 {
 		fmt.Fprintf(out, "misses    %d GETs found no key (not counted as throughput)", g.Misses)
 		if g.Ops == 0 {
 			fmt.Fprint(out, "; every GET missed: write the keys first with --prefill")
@@ -101,7 +105,7 @@ func FormatUs(us float64) string {
 
 // CeilingNotes compares a run with a run of the same operations against
 // `linerate sink`, the client's own ceiling on this host pair.
-func CeilingNotes(r, sink *Result) []string {
+func CeilingNotes(r, sink *lab.Result) []string {
 	var notes []string
 	if sink.Workload.ValueSz != r.Workload.ValueSz {
 		return []string{fmt.Sprintf("ceiling: not compared: the sink record is of %s values, this run of %s; calibrate with the same -s",
@@ -127,21 +131,4 @@ func CeilingNotes(r, sink *Result) []string {
 	}
 	sort.Strings(notes)
 	return notes
-}
-
-// SinkName is what linerate sink calls itself in INFO server.
-const SinkName = "linerate-sink"
-
-// FromSink says whether the record is of a run against linerate sink.
-func (r *Result) FromSink() bool { return r.Server != nil && r.Server.Name == SinkName }
-
-// ServerLabel names the server of a record: "valkey 9.1.2", "linerate-sink".
-func (r *Result) ServerLabel() string {
-	switch {
-	case r.Server == nil:
-		return "an unknown server"
-	case r.FromSink():
-		return SinkName
-	}
-	return r.Server.Name + " " + r.Server.Version
 }

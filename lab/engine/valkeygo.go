@@ -1,4 +1,4 @@
-package lab
+package engine
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/linerate/linerate/lab"
 )
 
 // The valkey-go engine is a general client driving the same workload, to
@@ -19,8 +21,8 @@ import (
 // goroutine with synchronous calls; valkey-go pipelines the slots of one
 // connection onto its socket.
 
-func newValkeyGoEngine(w Workload) (*engine, error) {
-	e := &engine{w: w, layout: NewValueLayout(int64(w.ValueSz), w.Seed)}
+func newValkeyGoEngine(w lab.Workload) (*engine, error) {
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), w.Seed)}
 	e.loop = (*worker).runValkeyGo
 	clients := make([]valkey.Client, w.Connections)
 	for i := range clients {
@@ -46,7 +48,7 @@ func newValkeyGoEngine(w Workload) (*engine, error) {
 			rng:     rand.New(rand.NewSource(int64(w.Seed)*1_000_003 + int64(i))),
 			seqNext: uint32((i * keysPer) % w.Keyspace),
 		}
-		if w.KeyDist.Kind == KeyZipf {
+		if w.KeyDist.Kind == lab.KeyZipf {
 			wk.vk.zipf = rand.NewZipf(wk.vk.rng, w.KeyDist.Alpha, 1, uint64(w.Keyspace-1))
 		}
 		e.workers = append(e.workers, wk)
@@ -90,7 +92,7 @@ func (w *worker) runValkeyGo() {
 		}
 		var key uint32
 		switch {
-		case w.sched.prefillMode || wl.KeyDist.Kind == KeySequential:
+		case w.sched.prefillMode || wl.KeyDist.Kind == lab.KeySequential:
 			key = v.seqNext % uint32(wl.Keyspace)
 			v.seqNext++
 		case v.zipf != nil:
@@ -98,7 +100,7 @@ func (w *worker) runValkeyGo() {
 		default:
 			key = uint32(v.rng.Intn(wl.Keyspace))
 		}
-		name := KeyName(key, wl.KeySize)
+		name := lab.KeyName(key, wl.KeySize)
 		r := req{op: op, key: key, issued: t, sentAt: t}
 		ctx, cancel := context.WithTimeout(context.Background(), wl.RequestTimeout.D())
 		kind, miss := ok, false
@@ -106,9 +108,9 @@ func (w *worker) runValkeyGo() {
 		if op == opSet {
 			v.gen++
 			gen := uint64(w.id)<<40 | v.gen
-			if w.layout.Size >= MinVerifiableSize {
+			if w.layout.Size >= lab.MinVerifiableSize {
 				w.layout.PutHeader(v.value, key, gen)
-				w.layout.PutTrailer(v.value[w.layout.Size-valueTrailerLen:], key, gen)
+				w.layout.PutTrailer(v.value[w.layout.Size-lab.ValueTrailerLen:], key, gen)
 			}
 			r.wireOut = uint64(len(appendSetHeader(nil, key, wl.KeySize, w.layout.Size))) + uint64(w.layout.Size) + 2
 			err := v.client.Do(ctx, v.client.B().Set().Key(name).Value(valkey.BinaryString(v.value)).Build()).Error()
@@ -152,13 +154,13 @@ func (w *worker) checkValue(b []byte, key uint32) errIdx {
 	if int64(len(b)) != l.Size {
 		return eWrongLength
 	}
-	if w.w.Verify == VerifyNone || l.Size < MinVerifiableSize {
+	if w.w.Verify == lab.VerifyNone || l.Size < lab.MinVerifiableSize {
 		return ok
 	}
-	if _, good := l.CheckEnds(b[:valueHeaderLen], b[l.Size-valueTrailerLen:], key); !good {
+	if _, good := l.CheckEnds(b[:lab.ValueHeaderLen], b[l.Size-lab.ValueTrailerLen:], key); !good {
 		return eBadContent
 	}
-	if w.w.Verify == VerifyFull && !l.CheckBody(0, b) {
+	if w.w.Verify == lab.VerifyFull && !l.CheckBody(0, b) {
 		return eBadContent
 	}
 	return ok

@@ -1,17 +1,19 @@
-package lab
+package engine
 
 import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/lab"
 )
 
 func TestProgressRates(t *testing.T) {
-	const mib8 = Size(8 << 20)
+	const mib8 = lab.Size(8 << 20)
 	for _, tc := range []struct {
 		name      string
 		bytes     uint64
-		size      Size
+		size      lab.Size
 		d         time.Duration
 		gbps, ops float64
 	}{

@@ -1,4 +1,6 @@
-package lab
+// Package sink is linerate sink: a RESP target that costs as little as a
+// server can, to measure the client's own ceiling on a host pair.
+package sink
 
 import (
 	"bufio"
@@ -14,21 +16,23 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/internal/rawsock"
 	"github.com/linerate/linerate/lab/resp"
 )
 
-// Sink is a RESP target that costs as little as a server can: GET answers
+// Server is a RESP target that costs as little as a server can: GET answers
 // with the pre-built value for the key (valid for --verify), SET payloads
 // are dropped in the kernel. Benching against it measures the client's own
 // ceiling on a host pair.
-type Sink struct {
-	Layout   *ValueLayout
+type Server struct {
+	Layout   *lab.ValueLayout
 	Keyspace int // what DBSIZE reports: every key in it "exists"
 	KeySize  int
 }
 
 // Serve accepts connections on l until ctx ends.
-func (s *Sink) Serve(ctx context.Context, l net.Listener) error {
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	var wg sync.WaitGroup
 	conns := map[net.Conn]struct{}{}
 	var mu sync.Mutex
@@ -66,18 +70,18 @@ func (s *Sink) Serve(ctx context.Context, l net.Listener) error {
 }
 
 type sinkConn struct {
-	s     *Sink
+	s     *Server
 	c     net.Conn
 	raw   syscall.RawConn
 	r     *bufio.Reader
 	args  [][]byte
 	bufs  net.Buffers
 	reply []byte
-	hdr   [valueHeaderLen]byte
-	tail  [valueTrailerLen + 2]byte
+	hdr   [lab.ValueHeaderLen]byte
+	tail  [lab.ValueTrailerLen + 2]byte
 }
 
-func (s *Sink) serveConn(c net.Conn) error {
+func (s *Server) serveConn(c net.Conn) error {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return errors.New("sink needs TCP")
@@ -138,7 +142,7 @@ func (sc *sinkConn) serveOne() error {
 			return fmt.Errorf("sink: bad bulk length %q", h)
 		}
 		if i == 2 && len(sc.args) == 2 && strings.EqualFold(string(sc.args[0]), "SET") {
-			if l > int64(MaxValueSize) {
+			if l > int64(lab.MaxValueSize) {
 				return fmt.Errorf("sink: a %d-byte value, larger than any linerate writes", l)
 			}
 			if err := sc.drop(l + 2); err != nil {
@@ -173,8 +177,8 @@ func (sc *sinkConn) drop(n int64) error {
 		var got int
 		var rerr error
 		err := sc.raw.Read(func(fd uintptr) bool {
-			got, rerr = recvDiscard(int(fd), int(min(n, maxDiscardCall)))
-			return !isAgain(rerr)
+			got, rerr = rawsock.Discard(int(fd), int(min(n, rawsock.MaxDiscard)))
+			return !rawsock.IsAgain(rerr)
 		})
 		if err != nil {
 			return err
@@ -220,7 +224,7 @@ func (sc *sinkConn) dispatch(dropped int64) error {
 	case "CONFIG":
 		return sc.simple("*0")
 	case "INFO":
-		info := "# Server\r\nredis_version:0.0.0\r\nserver_name:" + SinkName + "\r\nio_threads_active:0\r\n"
+		info := "# Server\r\nredis_version:0.0.0\r\nserver_name:" + lab.SinkName + "\r\nio_threads_active:0\r\n"
 		return sc.simple("$" + strconv.Itoa(len(info)) + "\r\n" + info)
 	}
 	return sc.simple("-ERR unknown command '" + cmd + "' (linerate sink answers GET, SET, PING, INFO, DBSIZE)")
@@ -230,17 +234,17 @@ func (sc *sinkConn) dispatch(dropped int64) error {
 // of the bulk header, the per-key header, the shared body and the trailer.
 func (sc *sinkConn) get(key []byte) error {
 	l := sc.s.Layout
-	id, ok := ParseKeyID(key)
+	id, ok := lab.ParseKeyID(key)
 	if !ok {
 		return sc.simple("$-1")
 	}
 	sc.reply = append(strconv.AppendInt(append(sc.reply[:0], '$'), l.Size, 10), "\r\n"...)
 	sc.bufs = sc.bufs[:0]
-	if l.Size >= MinVerifiableSize {
+	if l.Size >= lab.MinVerifiableSize {
 		l.PutHeader(sc.hdr[:], id, 0)
-		l.PutTrailer(sc.tail[:valueTrailerLen], id, 0)
-		sc.tail[valueTrailerLen], sc.tail[valueTrailerLen+1] = '\r', '\n'
-		sc.bufs = append(sc.bufs, sc.reply, sc.hdr[:], l.Body[valueHeaderLen:l.Size-valueTrailerLen], sc.tail[:])
+		l.PutTrailer(sc.tail[:lab.ValueTrailerLen], id, 0)
+		sc.tail[lab.ValueTrailerLen], sc.tail[lab.ValueTrailerLen+1] = '\r', '\n'
+		sc.bufs = append(sc.bufs, sc.reply, sc.hdr[:], l.Body[lab.ValueHeaderLen:l.Size-lab.ValueTrailerLen], sc.tail[:])
 	} else {
 		sc.bufs = append(sc.bufs, sc.reply, l.Body[:l.Size], []byte("\r\n"))
 	}
@@ -249,8 +253,8 @@ func (sc *sinkConn) get(key []byte) error {
 	return err
 }
 
-// SinkListen opens the sink's listener with a large accept backlog.
-func SinkListen(addr string) (net.Listener, error) {
+// Listen opens the sink's listener with a large accept backlog.
+func Listen(addr string) (net.Listener, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {

@@ -1,4 +1,4 @@
-package lab_test
+package engine_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -23,7 +24,7 @@ func TestProgressLinesAgreeWithThemselves(t *testing.T) {
 	w.ValueSz, w.Keyspace, w.Prefill = 1<<20, 64, true // the prefill moves 0.54 Gbit
 	w.Warmup, w.Duration = lab.Duration(1500*time.Millisecond), lab.Duration(time.Second)
 	var progress bytes.Buffer
-	if _, err := lab.Run(context.Background(), w, lab.RunOptions{Progress: &progress}); err != nil {
+	if _, err := engine.Run(context.Background(), w, engine.Options{Progress: &progress}); err != nil {
 		t.Fatal(err)
 	}
 	lines := 0

@@ -1,23 +1,6 @@
 package lab
 
-import (
-	"testing"
-
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-)
-
-func TestRequestEncoding(t *testing.T) {
-	if got := string(appendGet(nil, 7, 8)); got != "*2\r\n$3\r\nGET\r\n$8\r\nkey:0007\r\n" {
-		t.Errorf("GET = %q", got)
-	}
-	if got := string(appendSetHeader(nil, 7, 8, 1048576)); got != "*3\r\n$3\r\nSET\r\n$8\r\nkey:0007\r\n$1048576\r\n" {
-		t.Errorf("SET = %q", got)
-	}
-	buf := make([]byte, 0, 128)
-	if n := testing.AllocsPerRun(100, func() { buf = appendSetHeader(buf[:0], 12345, 16, 64<<20) }); n != 0 {
-		t.Errorf("building a SET header allocates %.0f times", n)
-	}
-}
+import "testing"
 
 func TestValueLayout(t *testing.T) {
 	l := NewValueLayout(1<<20, 9)
@@ -25,14 +8,14 @@ func TestValueLayout(t *testing.T) {
 	if int64(len(v)) != l.Size {
 		t.Fatal("size")
 	}
-	if gen, ok := l.CheckEnds(v[:valueHeaderLen], v[l.Size-valueTrailerLen:], 5); !ok || gen != 77 {
+	if gen, ok := l.CheckEnds(v[:ValueHeaderLen], v[l.Size-ValueTrailerLen:], 5); !ok || gen != 77 {
 		t.Fatalf("a fresh value does not check: gen %d ok %v", gen, ok)
 	}
-	if _, ok := l.CheckEnds(v[:valueHeaderLen], v[l.Size-valueTrailerLen:], 6); ok {
+	if _, ok := l.CheckEnds(v[:ValueHeaderLen], v[l.Size-ValueTrailerLen:], 6); ok {
 		t.Error("value of key 5 accepted as key 6")
 	}
 	other := l.Full(5, 78)
-	if _, ok := l.CheckEnds(v[:valueHeaderLen], other[l.Size-valueTrailerLen:], 5); ok {
+	if _, ok := l.CheckEnds(v[:ValueHeaderLen], other[l.Size-ValueTrailerLen:], 5); ok {
 		t.Error("header and trailer of two writes accepted together")
 	}
 	if !l.CheckBody(0, v) {
@@ -52,12 +35,12 @@ func TestValueLayout(t *testing.T) {
 }
 
 func TestHistogramSummaries(t *testing.T) {
-	a, b := newHistogram(), newHistogram()
+	a, b := NewHistogram(), NewHistogram()
 	for i := int64(1); i <= 1000; i++ {
-		recordUs(a, i*1000) // 1..1000 µs
+		RecordUs(a, i*1000) // 1..1000 µs
 	}
-	recordUs(b, 0)                                 // below the floor: recorded as 1 µs
-	if !recordUs(b, int64(2*histHighestUs)*1000) { // beyond an hour: clamped, and said so
+	RecordUs(b, 0)                                 // below the floor: recorded as 1 µs
+	if !RecordUs(b, int64(2*HistHighestUs)*1000) { // beyond an hour: clamped, and said so
 		t.Error("a value past the top was not reported as clamped")
 	}
 	sa, err := Summarize(a)
@@ -72,17 +55,17 @@ func TestHistogramSummaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct := newHistogram()
+	direct := NewHistogram()
 	direct.Merge(a)
 	direct.Merge(b)
 	want, _ := Summarize(direct)
 	if m.Count != 1002 || m.P99 != want.P99 || m.Max != want.Max || m.P50 != want.P50 {
 		t.Errorf("merge of encodings %+v differs from direct merge %+v", m, want)
 	}
-	if float64(histHighestUs)*0.999 > m.Max {
+	if float64(HistHighestUs)*0.999 > m.Max {
 		t.Errorf("clamped value lost: max %v", m.Max)
 	}
-	empty, err := Summarize(hdr.New(histLowestUs, histHighestUs, histSigFigs))
+	empty, err := Summarize(NewHistogram())
 	if err != nil || empty.Count != 0 || empty.P99 != 0 {
 		t.Errorf("empty histogram: %+v %v", empty, err)
 	}
@@ -92,14 +75,14 @@ func TestHistogramSummaries(t *testing.T) {
 }
 
 func TestLatencyBuckets(t *testing.T) {
-	for _, us := range []int64{1, 2, 10, 999, 1000, 123456, 10_000_000, histHighestUs} {
-		b := latBucket(us)
-		mid := latBucketValue(b)
+	for _, us := range []int64{1, 2, 10, 999, 1000, 123456, 10_000_000, HistHighestUs} {
+		b := LatBucket(us)
+		mid := LatBucketValue(b)
 		if r := mid / float64(us); us > 20 && (r < 0.95 || r > 1.05) {
 			t.Errorf("%d us lands in bucket %d of middle %.1f us (%.1f%% off)", us, b, mid, (r-1)*100)
 		}
 	}
-	if latBucket(0) != 0 || latBucket(histHighestUs*10) != latBuckets-1 {
+	if LatBucket(0) != 0 || LatBucket(HistHighestUs*10) != LatBuckets-1 {
 		t.Error("out-of-range values are not clamped to the end buckets")
 	}
 }

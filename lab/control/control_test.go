@@ -1,4 +1,4 @@
-package lab_test
+package control_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/resp"
 )
@@ -47,7 +48,7 @@ func TestControlPlaneRefusesMalformedReplies(t *testing.T) {
 
 // controlSession is what a bench run asks the control plane.
 func controlSession(ctx context.Context, w lab.Workload) error {
-	ctl, err := lab.DialControl(ctx, w)
+	ctl, err := control.Dial(ctx, w)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
-package lab
+package engine
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/linerate/linerate/lab"
+)
 
 // The raw engine speaks just enough RESP for GET and SET: it builds request
 // headers into fixed buffers here and parses one reply header line at a
@@ -11,7 +15,7 @@ func appendGet(dst []byte, keyID uint32, keySize int) []byte {
 	dst = append(dst, "*2\r\n$3\r\nGET\r\n$"...)
 	dst = strconv.AppendInt(dst, int64(keySize), 10)
 	dst = append(dst, "\r\n"...)
-	dst = AppendKey(dst, keyID, keySize)
+	dst = lab.AppendKey(dst, keyID, keySize)
 	return append(dst, "\r\n"...)
 }
 
@@ -21,7 +25,7 @@ func appendSetHeader(dst []byte, keyID uint32, keySize int, valueLen int64) []by
 	dst = append(dst, "*3\r\n$3\r\nSET\r\n$"...)
 	dst = strconv.AppendInt(dst, int64(keySize), 10)
 	dst = append(dst, "\r\n"...)
-	dst = AppendKey(dst, keyID, keySize)
+	dst = lab.AppendKey(dst, keyID, keySize)
 	dst = append(dst, "\r\n$"...)
 	dst = strconv.AppendInt(dst, valueLen, 10)
 	return append(dst, "\r\n"...)

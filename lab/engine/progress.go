@@ -1,12 +1,16 @@
-package lab
+package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/linerate/linerate/lab"
+)
 
 // progressRates turns one progress interval into its line's figures. Both
 // come from the same bytes and the same time: ops are the bytes over the
 // value size (every request a progress line counts carries one value), so a
 // line's Gbps and ops/s always agree, whatever the interval's length.
-func progressRates(bytes uint64, valueSize Size, d time.Duration) (gbps, opsPerSec float64) {
+func progressRates(bytes uint64, valueSize lab.Size, d time.Duration) (gbps, opsPerSec float64) {
 	if d <= 0 || valueSize <= 0 {
 		return 0, 0
 	}

@@ -1,4 +1,4 @@
-package lab_test
+package sink_test
 
 import (
 	"bufio"
@@ -11,19 +11,20 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/sink"
 )
 
 // The sink is a server too: a client's malformed or oversized request ends
 // that connection, at once and without allocating what it announced, and
 // the sink goes on serving others.
 func TestSinkRefusesMalformedRequests(t *testing.T) {
-	l, err := lab.SinkListen("127.0.0.1:0")
+	l, err := sink.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&lab.Sink{Layout: lab.NewValueLayout(4096, 1), Keyspace: 8}).Serve(ctx, l) }()
+	go func() { done <- (&sink.Server{Layout: lab.NewValueLayout(4096, 1), Keyspace: 8}).Serve(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

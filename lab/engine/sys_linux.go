@@ -1,59 +1,14 @@
-package lab
+package engine
 
 import (
 	"fmt"
 	"net"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab"
 )
-
-// Raw socket calls for the hot path. They take preallocated buffers and
-// never allocate.
-
-// discardByte is the buffer pointer handed to recvfrom with MSG_TRUNC: on
-// TCP the kernel drops the bytes without copying, so it is never written.
-var discardByte [64]byte
-
-// recvDiscard drops up to n bytes of the socket's receive queue in the
-// kernel. It returns how many were dropped.
-func recvDiscard(fd int, n int) (int, error) {
-	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&discardByte[0])),
-		uintptr(n), uintptr(unix.MSG_TRUNC|unix.MSG_DONTWAIT), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// recvInto reads into p.
-func recvInto(fd int, p []byte) (int, error) {
-	r, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// writeIov writes iov with writev.
-func writeIov(fd int, iov []unix.Iovec) (int, error) {
-	r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-func setIov(v *unix.Iovec, p []byte) {
-	if len(p) == 0 {
-		v.Base, v.Len = &discardByte[0], 0
-		return
-	}
-	v.Base = &p[0]
-	v.SetLen(len(p))
-}
 
 // threadUsage is the calling thread's CPU time and minor faults.
 type threadUsage struct {
@@ -122,12 +77,12 @@ func pinThread(cpu int) error {
 }
 
 // availableCPUs is the set of CPUs this process may run on.
-func availableCPUs() (CPUList, error) {
+func availableCPUs() (lab.CPUList, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, err
 	}
-	var out CPUList
+	var out lab.CPUList
 	for c := 0; c < 1024; c++ {
 		if set.IsSet(c) {
 			out = append(out, c)
@@ -138,7 +93,7 @@ func availableCPUs() (CPUList, error) {
 
 // checkCPUs refuses a cpu list naming CPUs this process cannot run on; the
 // run must never silently go unpinned.
-func checkCPUs(want CPUList) error {
+func checkCPUs(want lab.CPUList) error {
 	have, err := availableCPUs()
 	if err != nil {
 		return fmt.Errorf("read cpu affinity: %w", err)
@@ -147,16 +102,14 @@ func checkCPUs(want CPUList) error {
 	for _, c := range have {
 		ok[c] = true
 	}
-	var missing CPUList
+	var missing lab.CPUList
 	for _, c := range want {
 		if !ok[c] {
 			missing = append(missing, c)
 		}
 	}
 	if len(missing) > 0 {
-		return &FieldError{Field: "--cpu-list", Msg: fmt.Sprintf("CPUs %s are not available on this host (this process may use %s); refusing to run unpinned", missing, have)}
+		return &lab.FieldError{Field: "--cpu-list", Msg: fmt.Sprintf("CPUs %s are not available on this host (this process may use %s); refusing to run unpinned", missing, have)}
 	}
 	return nil
 }
-
-func isAgain(err error) bool { return err == unix.EAGAIN || err == syscall.EWOULDBLOCK }

@@ -1,32 +1,27 @@
-package lab
+package engine
 
 import (
 	"fmt"
 	"math"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/linerate/linerate/lab"
 )
 
-// Thresholds for the notes a record carries about the client itself.
-const (
-	clientBusyLimit  = 0.90 // a worker this busy may be what limited the run
-	faultsPerOpLimit = 1.0  // more than this means the client touched fresh memory per request
-	// minOpsForFigure: fewer completed requests make a coarse figure, and
-	// the record says so.
-	minOpsForFigure = 20
-)
+// minOpsForFigure: fewer completed requests make a coarse figure, and the
+// record says so.
+const minOpsForFigure = 20
 
 // collect merges the workers' state into res, after they stopped.
-func (e *engine) collect(res *Result) {
+func (e *engine) collect(res *lab.Result) {
 	w := e.w
 	window := e.windowEnd.Sub(e.windowStart)
 	if window < 0 {
 		window = 0
 	}
-	res.Window = Window{Warmup: w.Warmup, Requested: w.Duration, Measured: Duration(window)}
+	res.Window = lab.Window{Warmup: w.Warmup, Requested: w.Duration, Measured: lab.Duration(window)}
 	res.Engine.Discard = "msg_trunc"
-	if w.Verify == VerifyFull {
+	if w.Verify == lab.VerifyFull {
 		res.Engine.Discard = "read"
 	}
 	for _, wk := range e.workers {
@@ -40,13 +35,13 @@ func (e *engine) collect(res *Result) {
 
 	var totalOps, totalPayload uint64
 	for opi, op := range opNames {
-		if (op == OpGet && w.Ratio.Gets == 0) || (op == OpSet && w.Ratio.Sets == 0) {
+		if (op == lab.OpGet && w.Ratio.Gets == 0) || (op == lab.OpSet && w.Ratio.Sets == 0) {
 			continue
 		}
-		lat := hdr.New(histLowestUs, histHighestUs, histSigFigs)
-		ttfb := hdr.New(histLowestUs, histHighestUs, histSigFigs)
-		or := &OpResult{Verify: VerifyCounts{Mode: w.Verify}, Errors: map[ErrorKind]uint64{}}
-		series := make([]SecondSample, 0)
+		lat := lab.NewHistogram()
+		ttfb := lab.NewHistogram()
+		or := &lab.OpResult{Verify: lab.VerifyCounts{Mode: w.Verify}, Errors: map[lab.ErrorKind]uint64{}}
+		series := make([]lab.SecondSample, 0)
 		var clamped uint64
 		for _, wk := range e.workers {
 			st := &wk.measure[opi]
@@ -67,7 +62,7 @@ func (e *engine) collect(res *Result) {
 			}
 			for i, s := range st.series {
 				for len(series) <= i {
-					series = append(series, SecondSample{Second: len(series)})
+					series = append(series, lab.SecondSample{Second: len(series)})
 				}
 				series[i].Ops += s.ops
 				series[i].PayloadBytes += s.bytes
@@ -75,7 +70,7 @@ func (e *engine) collect(res *Result) {
 			}
 		}
 		// Each second's p99 from the workers' per-second buckets.
-		counts := make([]uint64, latBuckets)
+		counts := make([]uint64, lab.LatBuckets)
 		for i := range series {
 			clear(counts)
 			var total uint64
@@ -84,7 +79,7 @@ func (e *engine) collect(res *Result) {
 				if i >= len(st.series) {
 					continue
 				}
-				for b, n := range st.secLat[i*latBuckets : (i+1)*latBuckets] {
+				for b, n := range st.secLat[i*lab.LatBuckets : (i+1)*lab.LatBuckets] {
 					counts[b] += uint64(n)
 					total += uint64(n)
 				}
@@ -96,7 +91,7 @@ func (e *engine) collect(res *Result) {
 			var cum uint64
 			for b, n := range counts {
 				if cum += n; cum >= target {
-					series[i].P99 = math.Round(latBucketValue(b))
+					series[i].P99 = math.Round(lab.LatBucketValue(b))
 					break
 				}
 			}
@@ -117,11 +112,11 @@ func (e *engine) collect(res *Result) {
 			or.Gbps = round3(float64(or.PayloadBytes) * 8 / 1e9 / window.Seconds())
 		}
 		var err error
-		if or.Latency, err = Summarize(lat); err != nil {
+		if or.Latency, err = lab.Summarize(lat); err != nil {
 			res.Notes = append(res.Notes, err.Error())
 		}
-		if op == OpGet && e.loop == nil { // valkey-go does not show the first reply byte
-			s, err := Summarize(ttfb)
+		if op == lab.OpGet && e.loop == nil { // valkey-go does not show the first reply byte
+			s, err := lab.Summarize(ttfb)
 			if err != nil {
 				res.Notes = append(res.Notes, err.Error())
 			}
@@ -143,7 +138,7 @@ func (e *engine) collect(res *Result) {
 	}
 
 	for pi, ph := range phaseOrder {
-		pt := &PhaseTotals{Ops: map[Op]uint64{}}
+		pt := &lab.PhaseTotals{Ops: map[lab.Op]uint64{}}
 		any := false
 		for _, wk := range e.workers {
 			ps := &wk.phases[pi]
@@ -174,7 +169,7 @@ func (e *engine) collect(res *Result) {
 
 	// Client cost over the window.
 	proc := e.procEnd.sub(e.procStart)
-	cu := ClientUsage{
+	cu := lab.ClientUsage{
 		ProcessUserSec: round3(proc.user.Seconds()),
 		ProcessSysSec:  round3(proc.sys.Seconds()),
 		MinorFaults:    proc.minflt,
@@ -192,7 +187,7 @@ func (e *engine) collect(res *Result) {
 			break
 		}
 		u := wk.usageEnd.sub(wk.usageStart)
-		wu := WorkerUsage{Worker: wk.id, Connections: len(wk.conns), UserSec: round3(u.user.Seconds()),
+		wu := lab.WorkerUsage{Worker: wk.id, Connections: len(wk.conns), UserSec: round3(u.user.Seconds()),
 			SysSec: round3(u.sys.Seconds()), MinorFaults: u.minflt}
 		if wk.cpu >= 0 {
 			c := wk.cpu
@@ -205,30 +200,11 @@ func (e *engine) collect(res *Result) {
 		cu.Workers = append(cu.Workers, wu)
 	}
 	res.Client = cu
-	res.Notes = append(res.Notes, clientNotes(cu)...)
+	res.Notes = append(res.Notes, cu.Notes()...)
 	if e.loop != nil {
 		res.Notes = append(res.Notes, "valkey-go engine: no per-worker CPU or TTFB; a client limit cannot be told from this record (use the raw engine)")
 	}
 }
-
-// clientNotes flags a run whose figure may be the client's, not the server's.
-func clientNotes(cu ClientUsage) []string {
-	var notes []string
-	for _, wu := range cu.Workers {
-		if wu.Busy >= clientBusyLimit {
-			notes = append(notes, fmt.Sprintf("client-limited: worker %d was busy %.0f%% of the window; the figure may be the client's ceiling, not the server's", wu.Worker, wu.Busy*100))
-			break
-		}
-	}
-	if cu.MinorFaultsPerOp > faultsPerOpLimit {
-		notes = append(notes, fmt.Sprintf("client page faults: %.1f minor faults per request", cu.MinorFaultsPerOp))
-	}
-	return notes
-}
-
-// ClientLimited reports whether the record says the client may have been
-// the bottleneck.
-func (r *Result) ClientLimited() bool { return r.Client.MaxWorkerBusy >= clientBusyLimit }
 
 func round3(f float64) float64 {
 	if math.IsNaN(f) || math.IsInf(f, 0) {

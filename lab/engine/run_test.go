@@ -1,4 +1,4 @@
-package lab_test
+package engine_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/control"
+	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -66,7 +68,7 @@ func TestCountsMatchServer(t *testing.T) {
 			// measured on its own first and taken off: the data plane's
 			// bytes are what linerate counts.
 			base0 := labtest.Info(t, srv.Addr, "stats")
-			ctl, err := lab.DialControl(context.Background(), w.Resolve())
+			ctl, err := control.Dial(context.Background(), w.Resolve())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +83,7 @@ func TestCountsMatchServer(t *testing.T) {
 			ctlIn := counter(t, before, "total_net_input_bytes") - counter(t, base0, "total_net_input_bytes")
 			ctlOut := counter(t, before, "total_net_output_bytes") - counter(t, base0, "total_net_output_bytes")
 			var phases []lab.Phase
-			res, err := lab.Run(context.Background(), w, lab.RunOptions{OnPhase: func(p lab.Phase) { phases = append(phases, p) }})
+			res, err := engine.Run(context.Background(), w, engine.Options{OnPhase: func(p lab.Phase) { phases = append(phases, p) }})
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -161,7 +163,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 	w.Keyspace, w.Duration = 4, lab.Duration(500*time.Millisecond)
 	w.Warmup = 0
 	rw := w.Resolve()
-	ctl, err := lab.DialControl(ctx, rw)
+	ctl, err := control.Dial(ctx, rw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			}
 			w := w
 			w.Verify = tc.verify
-			res, err := lab.Run(ctx, w, lab.RunOptions{})
+			res, err := engine.Run(ctx, w, engine.Options{})
 			got := res.Errors[tc.want]
 			if !tc.caught {
 				if got != 0 || err != nil {
@@ -213,7 +215,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			if got == 0 {
 				t.Fatalf("tampered key not reported as %s: errors %v", tc.want, res.Errors)
 			}
-			var re *lab.RunError
+			var re *engine.RunError
 			if err == nil || res.Stop.Reason != lab.StopErrors || res.Stop.ExitCode != lab.ExitErrors {
 				t.Fatalf("stop = %+v, err %v (%T)", res.Stop, err, re)
 			}
@@ -234,7 +236,7 @@ func TestMissesWithoutPrefill(t *testing.T) {
 	w := shortWorkload(srv.Port)
 	w.Duration = lab.Duration(300 * time.Millisecond)
 	w.Warmup = 0
-	res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+	res, err := engine.Run(context.Background(), w, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,20 +248,20 @@ func TestMissesWithoutPrefill(t *testing.T) {
 
 func TestEnginesAgree(t *testing.T) {
 	srv := labtest.StartRedis(t)
-	for _, engine := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
+	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		w := shortWorkload(srv.Port)
-		w.Ratio, w.Prefill, w.Engine, w.Verify = lab.Ratio{Gets: 50, Sets: 50}, true, engine, lab.VerifyFull
-		res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+		w.Ratio, w.Prefill, w.Engine, w.Verify = lab.Ratio{Gets: 50, Sets: 50}, true, name, lab.VerifyFull
+		res, err := engine.Run(context.Background(), w, engine.Options{})
 		if err != nil {
-			t.Fatalf("%s: %v", engine, err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
 			if res.Ops[op].Ops == 0 {
-				t.Errorf("%s: no %s completed", engine, op)
+				t.Errorf("%s: no %s completed", name, op)
 			}
 		}
 		if res.Ops[lab.OpGet].Verify.Failed != 0 {
-			t.Errorf("%s: %d verify failures on values the other engine wrote", engine, res.Ops[lab.OpGet].Verify.Failed)
+			t.Errorf("%s: %d verify failures on values the other engine wrote", name, res.Ops[lab.OpGet].Verify.Failed)
 		}
 	}
 }
@@ -269,11 +271,11 @@ func TestAuth(t *testing.T) {
 	w := shortWorkload(srv.Port)
 	w.Duration, w.Warmup = lab.Duration(300*time.Millisecond), 0
 	w.Ratio, w.Password = lab.Ratio{Sets: 1}, "s3cret"
-	if _, err := lab.Run(context.Background(), w, lab.RunOptions{}); err != nil {
+	if _, err := engine.Run(context.Background(), w, engine.Options{}); err != nil {
 		t.Fatalf("right password: %v", err)
 	}
 	w.Password = "wrong"
-	res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+	res, err := engine.Run(context.Background(), w, engine.Options{})
 	if err == nil || res.Stop.Reason != lab.StopSetupFailed {
 		t.Fatalf("wrong password: err %v stop %+v", err, res.Stop)
 	}
@@ -283,7 +285,7 @@ func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
 	srv := labtest.StartRedis(t, "--proto-max-bulk-len", "1048576")
 	w := shortWorkload(srv.Port)
 	w.ValueSz = 2 << 20
-	res, err := lab.Run(context.Background(), w, lab.RunOptions{})
+	res, err := engine.Run(context.Background(), w, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "proto-max-bulk-len") {
 		t.Fatalf("want a proto-max-bulk-len error before sending, got %v", err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package engine
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -17,14 +18,14 @@ import (
 // returns, written in chunks so headers and payloads arrive split at
 // awkward places.
 
-type script func(n int, key uint32, l *ValueLayout) []byte
+type script func(n int, key uint32, l *lab.ValueLayout) []byte
 
 type fakePeer struct {
 	*labtest.Peer
-	layout *ValueLayout
+	layout *lab.ValueLayout
 }
 
-func startPeer(t *testing.T, layout *ValueLayout, chunk int, reply script) *fakePeer {
+func startPeer(t *testing.T, layout *lab.ValueLayout, chunk int, reply script) *fakePeer {
 	t.Helper()
 	var mu sync.Mutex
 	gets := 0
@@ -34,7 +35,7 @@ func startPeer(t *testing.T, layout *ValueLayout, chunk int, reply script) *fake
 		case "SET":
 			out = []byte("+OK\r\n")
 		case "GET":
-			id, _ := ParseKeyID(args[1])
+			id, _ := lab.ParseKeyID(args[1])
 			mu.Lock()
 			n := gets
 			gets++
@@ -56,20 +57,20 @@ func startPeer(t *testing.T, layout *ValueLayout, chunk int, reply script) *fake
 	return &fakePeer{Peer: p, layout: layout}
 }
 
-func goodValue(key uint32, l *ValueLayout) []byte {
+func goodValue(key uint32, l *lab.ValueLayout) []byte {
 	v := l.Full(key, 0)
 	return append(append([]byte("$"+strconv.FormatInt(l.Size, 10)+"\r\n"), v...), "\r\n"...)
 }
 
 // runAgainst drives the raw engine (no control plane) at the peer.
-func runAgainst(t *testing.T, p *fakePeer, w Workload) *Result {
+func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	t.Helper()
 	w.Host, w.Port = "127.0.0.1", p.Port
 	w.Connections, w.Threads, w.Keyspace = 1, 1, 8
-	w.ValueSz = Size(p.layout.Size)
+	w.ValueSz = lab.Size(p.layout.Size)
 	w.Seed = p.layout.Seed
-	w.Duration = Duration(300 * time.Millisecond)
-	w.RequestTimeout = Duration(2 * time.Second)
+	w.Duration = lab.Duration(300 * time.Millisecond)
+	w.RequestTimeout = lab.Duration(2 * time.Second)
 	w = w.Resolve()
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
@@ -79,53 +80,53 @@ func runAgainst(t *testing.T, p *fakePeer, w Workload) *Result {
 		t.Fatal(err)
 	}
 	defer e.shutdown()
-	res := newResult(w, RunOptions{})
+	res := newResult(w, Options{})
 	e.measure(context.Background(), nil, nil)
 	e.collect(res)
 	return res
 }
 
 func TestEngineAgainstScriptedPeer(t *testing.T) {
-	layout := NewValueLayout(4096, 3)
+	layout := lab.NewValueLayout(4096, 3)
 	for _, tc := range []struct {
 		name    string
 		chunk   int
 		prefill bool
 		reply   script
 		// want: errors of this kind > 0 (or none when ""), good ops > 0?
-		kind    ErrorKind
+		kind    lab.ErrorKind
 		goodOps bool
 		misses  bool
 	}{
-		{name: "split headers and payloads", chunk: 5, reply: func(_ int, k uint32, l *ValueLayout) []byte { return goodValue(k, l) }, goodOps: true},
-		{name: "large chunks", chunk: 1500, reply: func(_ int, k uint32, l *ValueLayout) []byte { return goodValue(k, l) }, goodOps: true},
-		{name: "-ERR replies keep the connection", reply: func(n int, k uint32, l *ValueLayout) []byte {
+		{name: "split headers and payloads", chunk: 5, reply: func(_ int, k uint32, l *lab.ValueLayout) []byte { return goodValue(k, l) }, goodOps: true},
+		{name: "large chunks", chunk: 1500, reply: func(_ int, k uint32, l *lab.ValueLayout) []byte { return goodValue(k, l) }, goodOps: true},
+		{name: "-ERR replies keep the connection", reply: func(n int, k uint32, l *lab.ValueLayout) []byte {
 			if n%3 == 0 {
 				return []byte("-ERR injected\r\n")
 			}
 			return goodValue(k, l)
-		}, kind: ErrServer, goodOps: true},
-		{name: "nil after prefill is an error", prefill: true, reply: func(int, uint32, *ValueLayout) []byte { return []byte("$-1\r\n") }, kind: ErrNilPrefill},
-		{name: "nil without prefill is a miss", reply: func(int, uint32, *ValueLayout) []byte { return []byte("$-1\r\n") }, misses: true},
-		{name: "wrong length keeps framing", reply: func(n int, k uint32, l *ValueLayout) []byte {
+		}, kind: lab.ErrServer, goodOps: true},
+		{name: "nil after prefill is an error", prefill: true, reply: func(int, uint32, *lab.ValueLayout) []byte { return []byte("$-1\r\n") }, kind: lab.ErrNilPrefill},
+		{name: "nil without prefill is a miss", reply: func(int, uint32, *lab.ValueLayout) []byte { return []byte("$-1\r\n") }, misses: true},
+		{name: "wrong length keeps framing", reply: func(n int, k uint32, l *lab.ValueLayout) []byte {
 			if n%2 == 0 {
 				return []byte("$5\r\nhello\r\n")
 			}
 			return goodValue(k, l)
-		}, kind: ErrWrongLength, goodOps: true},
-		{name: "huge length is a protocol error", reply: func(int, uint32, *ValueLayout) []byte { return []byte("$99999999999\r\n") }, kind: ErrProtocol},
-		{name: "unexpected type", reply: func(int, uint32, *ValueLayout) []byte { return []byte("*1\r\n") }, kind: ErrProtocol},
-		{name: "bulk not closed by CRLF", reply: func(_ int, k uint32, l *ValueLayout) []byte {
+		}, kind: lab.ErrWrongLength, goodOps: true},
+		{name: "huge length is a protocol error", reply: func(int, uint32, *lab.ValueLayout) []byte { return []byte("$99999999999\r\n") }, kind: lab.ErrProtocol},
+		{name: "unexpected type", reply: func(int, uint32, *lab.ValueLayout) []byte { return []byte("*1\r\n") }, kind: lab.ErrProtocol},
+		{name: "bulk not closed by CRLF", reply: func(_ int, k uint32, l *lab.ValueLayout) []byte {
 			v := goodValue(k, l)
 			v[len(v)-2] = 'X'
 			return v
-		}, kind: ErrProtocol},
-		{name: "another key's value", reply: func(_ int, k uint32, l *ValueLayout) []byte { return goodValue(k+1, l) }, kind: ErrBadContent},
+		}, kind: lab.ErrProtocol},
+		{name: "another key's value", reply: func(_ int, k uint32, l *lab.ValueLayout) []byte { return goodValue(k+1, l) }, kind: lab.ErrBadContent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPeer(t, layout, tc.chunk, tc.reply)
-			res := runAgainst(t, p, Workload{Prefill: tc.prefill})
-			g := res.Ops[OpGet]
+			res := runAgainst(t, p, lab.Workload{Prefill: tc.prefill})
+			g := res.Ops[lab.OpGet]
 			if tc.kind != "" && res.Errors[tc.kind] == 0 {
 				t.Errorf("no %s errors; errors %v", tc.kind, res.Errors)
 			}
@@ -151,48 +152,48 @@ func TestEngineAgainstScriptedPeer(t *testing.T) {
 // Both consumption paths, the kernel discard and the read fallback, must
 // give the same verdicts.
 func TestDiscardFallback(t *testing.T) {
-	layout := NewValueLayout(64<<10, 3)
-	p := startPeer(t, layout, 0, func(n int, k uint32, l *ValueLayout) []byte {
+	layout := lab.NewValueLayout(64<<10, 3)
+	p := startPeer(t, layout, 0, func(n int, k uint32, l *lab.ValueLayout) []byte {
 		if n%4 == 0 {
 			return goodValue(k+1, l)
 		}
 		return goodValue(k, l)
 	})
 	t.Setenv("LINERATE_NO_MSG_TRUNC", "1")
-	res := runAgainst(t, p, Workload{})
+	res := runAgainst(t, p, lab.Workload{})
 	if res.Engine.Discard != "read" {
 		t.Fatalf("discard = %s", res.Engine.Discard)
 	}
-	if res.Errors[ErrBadContent] == 0 || res.Ops[OpGet].Ops == 0 {
-		t.Fatalf("fallback path: errors %v ops %d", res.Errors, res.Ops[OpGet].Ops)
+	if res.Errors[lab.ErrBadContent] == 0 || res.Ops[lab.OpGet].Ops == 0 {
+		t.Fatalf("fallback path: errors %v ops %d", res.Errors, res.Ops[lab.OpGet].Ops)
 	}
 }
 
 func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
-	layout := NewValueLayout(4096, 3)
-	p := startPeer(t, layout, 0, func(n int, k uint32, l *ValueLayout) []byte {
+	layout := lab.NewValueLayout(4096, 3)
+	p := startPeer(t, layout, 0, func(n int, k uint32, l *lab.ValueLayout) []byte {
 		if n == 0 {
 			return nil // never answer the first request
 		}
 		return goodValue(k, l)
 	})
-	w := Workload{}
+	w := lab.Workload{}
 	w.Host, w.Port = "127.0.0.1", p.Port
 	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, 4096, 3
-	w.Duration, w.RequestTimeout = Duration(3*time.Second), Duration(time.Second)
+	w.Duration, w.RequestTimeout = lab.Duration(3*time.Second), lab.Duration(time.Second)
 	w = w.Resolve()
 	e, err := newEngine(w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.shutdown()
-	res := newResult(w, RunOptions{})
+	res := newResult(w, Options{})
 	e.measure(context.Background(), nil, nil)
 	e.collect(res)
-	if res.Errors[ErrTimeout] != 1 {
+	if res.Errors[lab.ErrTimeout] != 1 {
 		t.Fatalf("want exactly one timeout, got %v", res.Errors)
 	}
-	if res.Ops[OpGet].Ops == 0 {
+	if res.Ops[lab.OpGet].Ops == 0 {
 		t.Fatal("no requests after the reconnect")
 	}
 }
@@ -200,13 +201,13 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 // A window with few completed requests is a coarse figure, and the record
 // says so.
 func TestFewRequestsAreNoted(t *testing.T) {
-	layout := NewValueLayout(4096, 3)
-	p := startPeer(t, layout, 0, func(_ int, k uint32, l *ValueLayout) []byte {
+	layout := lab.NewValueLayout(4096, 3)
+	p := startPeer(t, layout, 0, func(_ int, k uint32, l *lab.ValueLayout) []byte {
 		time.Sleep(60 * time.Millisecond)
 		return goodValue(k, l)
 	})
-	res := runAgainst(t, p, Workload{})
-	n := res.Ops[OpGet].Ops
+	res := runAgainst(t, p, lab.Workload{})
+	n := res.Ops[lab.OpGet].Ops
 	if n == 0 || n >= minOpsForFigure {
 		t.Fatalf("%d ops: the test needs a handful", n)
 	}
@@ -240,7 +241,7 @@ func TestDataConnAuthReplies(t *testing.T) {
 				}
 				return nil
 			})
-			w := Workload{Host: "127.0.0.1", Port: p.Port, Password: "pw", Connections: 1, Threads: 1, Keyspace: 8, ValueSz: 4096}.Resolve()
+			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Password: "pw", Connections: 1, Threads: 1, Keyspace: 8, ValueSz: 4096}.Resolve()
 			e, err := newEngine(w)
 			if e != nil {
 				e.shutdown()

@@ -1,0 +1,150 @@
+// Package control is the control plane of a bench run: PING, INFO, CONFIG
+// GET, DBSIZE, FLUSHALL on a connection of its own, read with lab/resp's
+// bounded reader. It never carries measured load.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/resp"
+)
+
+// Conn is the control plane: PING, INFO, DBSIZE, FLUSHALL, CONFIG GET.
+// It never carries measured load. Replies are read by resp.Conn within
+// bounds: a server that answers with nonsense gives an error naming it.
+type Conn struct {
+	c *resp.Conn
+}
+
+// Dial connects the control plane to the workload's server.
+func Dial(ctx context.Context, w lab.Workload) (*Conn, error) {
+	return DialVia(ctx, w, nil)
+}
+
+// Dialer opens a connection; a network namespace or a tunnel provides one.
+type Dialer = resp.Dialer
+
+// DialVia is Dial through dial (nil: the host's own network),
+// for a server that only another network namespace can reach.
+func DialVia(ctx context.Context, w lab.Workload, dial Dialer) (*Conn, error) {
+	c, err := resp.Dial(ctx, w.Addr(), resp.Options{Dial: dial, User: w.User, Password: w.Password})
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	ctl := &Conn{c: c}
+	// The name shows the control connection in CLIENT LIST; a proxy may
+	// refuse the command, which is no fault.
+	var se *resp.ServerError
+	if _, err := c.Do(ctx, "CLIENT", "SETNAME", "linerate-control"); err != nil && !errors.As(err, &se) {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.Text(ctx, "PING"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return ctl, nil
+}
+
+func (c *Conn) Close() { c.c.Close() }
+
+// Info returns one INFO section as key/value pairs.
+func (c *Conn) Info(ctx context.Context, section string) (map[string]string, error) {
+	s, err := c.c.Text(ctx, "INFO", section)
+	if err != nil {
+		return nil, err
+	}
+	return resp.ParseInfo(s), nil
+}
+
+// ConfigGet returns the values of the named parameters the server knows,
+// one parameter per call: multi-parameter CONFIG GET is Redis 7+ only.
+func (c *Conn) ConfigGet(ctx context.Context, params ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range params {
+		m, err := c.c.Pairs(ctx, "CONFIG", "GET", p)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func (c *Conn) DBSize(ctx context.Context) (int64, error) {
+	return c.c.Integer(ctx, "DBSIZE")
+}
+
+// flushTimeout bounds FLUSHALL when the caller gives no deadline: freeing
+// tens of gigabytes takes a while on versions that free synchronously.
+const flushTimeout = 2 * time.Minute
+
+func (c *Conn) FlushAll(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, flushTimeout)
+		defer cancel()
+	}
+	_, err := c.c.Text(ctx, "FLUSHALL")
+	return err
+}
+
+// Set writes a whole value; tests use it to tamper with keys behind the
+// engine's back.
+func (c *Conn) Set(ctx context.Context, key string, value []byte) error {
+	_, err := c.c.Text(ctx, "SET", key, string(value))
+	return err
+}
+
+// infoKeys are the INFO fields every record keeps.
+var infoKeys = []string{
+	"redis_version", "valkey_version", "server_name", "redis_mode", "os", "arch_bits",
+	"multiplexing_api", "gcc_version", "process_id", "executable", "io_threads_active",
+	"mem_allocator", "used_memory", "maxmemory", "maxmemory_policy",
+}
+
+// configKeys shape a large-value load; absent ones (older versions) are
+// simply not recorded.
+var configKeys = []string{"io-threads", "io-threads-do-reads", "maxmemory", "proto-max-bulk-len", "save", "appendonly", "client-output-buffer-limit"}
+
+// ServerInfo gathers what a record keeps about the server.
+func (c *Conn) ServerInfo(ctx context.Context) (*lab.ServerInfo, error) {
+	si := &lab.ServerInfo{Info: map[string]string{}, Config: map[string]string{}}
+	for _, sec := range []string{"server", "memory"} {
+		m, err := c.Info(ctx, sec)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range infoKeys {
+			if v, ok := m[k]; ok {
+				si.Info[k] = v
+			}
+		}
+	}
+	si.Name, si.Version = "redis", si.Info["redis_version"]
+	if v, ok := si.Info["valkey_version"]; ok {
+		si.Name, si.Version = "valkey", v
+	} else if n := si.Info["server_name"]; n == "valkey" || n == lab.SinkName {
+		si.Name = n
+	}
+	var se *resp.ServerError
+	for _, k := range configKeys {
+		m, err := c.ConfigGet(ctx, k)
+		if errors.As(err, &se) {
+			continue // a proxy or an old version may refuse one key
+		}
+		if err != nil {
+			return nil, err
+		}
+		for kk, v := range m {
+			si.Config[kk] = v
+		}
+	}
+	return si, nil
+}

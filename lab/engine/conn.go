@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/resp"
+)
+
+type recvState int8
+
+const (
+	stHeader recvState = iota
+	stPayload
+)
+
+// rconn is one connection's state machine.
+type rconn struct {
+	fd    int
+	index int
+	wk    *worker
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+
+	gen        uint64
+	seqNext    uint32
+	prefillEnd uint32 // prefill: keys [seqNext, prefillEnd)
+
+	// send side
+	cmd      []byte // request header (GET command, or SET up to the value)
+	valHdr   [lab.ValueHeaderLen]byte
+	tail     [lab.ValueTrailerLen + 2]byte // value trailer and the closing CRLF
+	iov      [4]unix.Iovec
+	iovLo    int
+	iovHi    int
+	sending  bool
+	sendLeft int
+
+	// in flight, oldest first
+	q     []req
+	qHead int
+	qLen  int
+
+	// receive side
+	rbuf     []byte
+	rlo, rhi int
+	st       recvState
+	lastRead int64
+	valLen   int64 // bulk length of the reply being read
+	pos      int64 // bytes of value+CRLF consumed
+	replyIn  uint64
+	failKind errIdx
+	vhdr     [lab.ValueHeaderLen]byte
+	vtail    [lab.ValueTrailerLen + 2]byte
+	dead     bool
+}
+
+// failAll retires every request in flight with one error kind.
+func (c *rconn) failAll(kind errIdx, t int64) {
+	c.lastRead = t
+	for c.qLen > 0 {
+		c.complete(kind, false)
+	}
+	c.sending = false
+}
+
+// fail handles a broken connection: its requests fail, and it reconnects.
+func (c *rconn) fail(err error) {
+	kind := eConn
+	if errors.Is(err, resp.ErrMalformed) || errors.Is(err, resp.ErrUnexpectedType) || errors.Is(err, resp.ErrLineTooLong) {
+		kind = eProtocol
+	}
+	c.failAll(kind, c.wk.now())
+	c.reconnect()
+}
+
+func (c *rconn) close() {
+	if c.fd >= 0 {
+		_ = unix.EpollCtl(c.wk.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+}
+
+// reconnect replaces the socket. A server that refuses is gone: the
+// connection is dead for the rest of the run.
+func (c *rconn) reconnect() {
+	c.close()
+	c.rlo, c.rhi, c.st, c.replyIn = 0, 0, stHeader, 0
+	if !c.wk.issuing(c.wk.now()) {
+		c.dead = true
+		c.wk.dead++
+		return
+	}
+	fd, err := dialRaw(c.wk.addr, 2*time.Second)
+	if err == nil && c.wk.auth != nil {
+		err = authRaw(fd, c.wk.auth)
+	}
+	if err == nil {
+		err = c.wk.register(c, fd)
+	}
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		c.dead = true
+		c.wk.dead++
+		if c.wk.err == nil {
+			c.wk.err = fmt.Errorf("reconnect to %s: %w", c.wk.addr, err)
+		}
+	}
+}
+
+func (w *worker) register(c *rconn, fd int) error {
+	c.fd = fd
+	// MSG_TRUNC drops payload without copying only on TCP; on any other
+	// socket the kernel would copy into the small discard buffer.
+	if proto, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || proto != unix.IPPROTO_TCP {
+		w.noTrunc = true
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Pad: int32(c.indexInWorker())}
+	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return fmt.Errorf("epoll add: %w", err)
+	}
+	return nil
+}
+
+func (c *rconn) indexInWorker() int {
+	for i, x := range c.wk.conns {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/internal/rawsock"
+)
+
+// wantsMore is false once a prefill connection has written its keys.
+func (c *rconn) wantsMore() bool {
+	if c.wk.sched.prefillMode {
+		return c.seqNext < c.prefillEnd
+	}
+	return true
+}
+
+// fill starts requests until the pipeline is full.
+func (c *rconn) fill(t int64) {
+	for !c.dead && !c.sending && c.qLen < len(c.q) && c.wk.issuing(t) && c.wantsMore() {
+		c.issue(t)
+		if err := c.flush(t); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+func (c *rconn) pickKey() uint32 {
+	w := c.wk.w
+	switch {
+	case c.wk.sched.prefillMode, w.KeyDist.Kind == lab.KeySequential:
+		k := c.seqNext
+		c.seqNext++
+		return k % uint32(w.Keyspace)
+	case c.zipf != nil:
+		return uint32(c.zipf.Uint64())
+	}
+	return uint32(c.rng.Intn(w.Keyspace))
+}
+
+// issue builds the next request into the connection's send buffers.
+func (c *rconn) issue(t int64) {
+	w := c.wk.w
+	op := opGet
+	if c.wk.sched.prefillMode || (w.Ratio.Sets > 0 && c.rng.Intn(w.Ratio.Gets+w.Ratio.Sets) >= w.Ratio.Gets) {
+		op = opSet
+	}
+	key := c.pickKey()
+	r := req{op: op, key: key, issued: t}
+	if op == opGet {
+		c.cmd = appendGet(c.cmd[:0], key, w.KeySize)
+		rawsock.SetIov(&c.iov[0], c.cmd)
+		c.iovLo, c.iovHi = 0, 1
+		r.wireOut = uint64(len(c.cmd))
+	} else {
+		size := c.wk.layout.Size
+		c.gen++
+		gen := uint64(c.index)<<40 | c.gen
+		c.cmd = appendSetHeader(c.cmd[:0], key, w.KeySize, size)
+		rawsock.SetIov(&c.iov[0], c.cmd)
+		if size >= lab.MinVerifiableSize {
+			c.wk.layout.PutHeader(c.valHdr[:], key, gen)
+			c.wk.layout.PutTrailer(c.tail[:lab.ValueTrailerLen], key, gen)
+			c.tail[lab.ValueTrailerLen], c.tail[lab.ValueTrailerLen+1] = '\r', '\n'
+			rawsock.SetIov(&c.iov[1], c.valHdr[:])
+			rawsock.SetIov(&c.iov[2], c.wk.layout.Body[lab.ValueHeaderLen:size-lab.ValueTrailerLen])
+			rawsock.SetIov(&c.iov[3], c.tail[:])
+			c.iovHi = 4
+		} else {
+			rawsock.SetIov(&c.iov[1], c.wk.layout.Body[:size])
+			c.tail[0], c.tail[1] = '\r', '\n'
+			rawsock.SetIov(&c.iov[2], c.tail[:2])
+			c.iovHi = 3
+		}
+		c.iovLo = 0
+		r.wireOut = uint64(len(c.cmd)) + uint64(size) + 2
+	}
+	c.sendLeft = int(r.wireOut)
+	c.sending = true
+	idx := (c.qHead + c.qLen) % len(c.q)
+	c.q[idx] = r
+	c.qLen++
+}
+
+// flush writes as much of the current request as the socket takes.
+func (c *rconn) flush(t int64) error {
+	for c.sending {
+		n, err := rawsock.Writev(c.fd, c.iov[c.iovLo:c.iovHi])
+		if err != nil {
+			if rawsock.IsAgain(err) {
+				return nil
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			return err
+		}
+		tail := &c.q[(c.qHead+c.qLen-1)%len(c.q)]
+		if tail.sentAt == 0 && n > 0 {
+			tail.sentAt = t
+		}
+		c.sendLeft -= n
+		if c.sendLeft == 0 {
+			c.sending = false
+			return nil
+		}
+		for n > 0 {
+			l := int(c.iov[c.iovLo].Len)
+			if n < l {
+				c.iov[c.iovLo].Base = (*byte)(unsafe.Add(unsafe.Pointer(c.iov[c.iovLo].Base), n))
+				c.iov[c.iovLo].SetLen(l - n)
+				break
+			}
+			n -= l
+			c.iovLo++
+		}
+	}
+	return nil
+}

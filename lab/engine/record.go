@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/linerate/linerate/lab"
+)
+
+const (
+	opGet = 0
+	opSet = 1
+)
+
+var opNames = [2]lab.Op{lab.OpGet, lab.OpSet}
+
+var errorKinds = []lab.ErrorKind{lab.ErrWrongLength, lab.ErrBadContent, lab.ErrNilPrefill, lab.ErrServer, lab.ErrProtocol, lab.ErrTimeout, lab.ErrConnReset}
+
+type errIdx int8
+
+const (
+	ok errIdx = iota - 1
+	eWrongLength
+	eBadContent
+	eNilPrefill
+	eServer
+	eProtocol
+	eTimeout
+	eConn
+	numErrKinds
+)
+
+type secStat struct{ ops, bytes, errors uint64 }
+
+// opStats is one operation's figures in the measured window, per worker.
+type opStats struct {
+	lat, ttfb      *hdr.Histogram
+	clamped        uint64
+	ops, payload   uint64
+	wireOut        uint64
+	wireIn         uint64
+	misses         uint64
+	checked, fails uint64
+	errs           [numErrKinds]uint64
+	series         []secStat
+	secLat         []uint32 // len(series) x LatBuckets counts
+}
+
+type phaseStats struct {
+	ops             [2]uint64
+	wireOut, wireIn uint64
+	errs            [numErrKinds]uint64
+}
+
+// req is one request in flight.
+type req struct {
+	op      int
+	key     uint32
+	issued  int64
+	sentAt  int64
+	firstAt int64
+	wireOut uint64
+}
+
+// record files one finished request under the phase it finished in. Only
+// requests that complete inside the measured window count as throughput,
+// and their bytes are counted once, here.
+func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) {
+	phase := w.sched.phaseAt(t)
+	ps := &w.phases[phase]
+	ps.ops[r.op]++
+	ps.wireOut += r.wireOut
+	ps.wireIn += wireIn
+	if kind != ok {
+		ps.errs[kind]++
+	}
+	if phase != phMeasure {
+		if phase != phDrain && kind == ok && !miss {
+			w.progOps.Add(1) // progress lines count warmup too, bytes and ops alike
+			w.progBytes.Add(uint64(w.layout.Size))
+		}
+		return
+	}
+	st := &w.measure[r.op]
+	st.wireOut += r.wireOut
+	st.wireIn += wireIn
+	sec := min(int((t-w.sched.warmupEnd)/int64(time.Second)), len(st.series)-1)
+	if r.op == opGet {
+		st.checked++
+		if kind == eWrongLength || kind == eBadContent {
+			st.fails++
+		}
+	}
+	if kind != ok {
+		st.errs[kind]++
+		st.series[sec].errors++
+		return
+	}
+	if miss {
+		st.misses++
+		return
+	}
+	sent := r.sentAt
+	if sent == 0 {
+		sent = r.issued
+	}
+	if lab.RecordUs(st.lat, t-sent) {
+		st.clamped++
+	}
+	st.secLat[sec*lab.LatBuckets+lab.LatBucket((t-sent)/1000)]++
+	if r.op == opGet && r.firstAt > 0 {
+		lab.RecordUs(st.ttfb, r.firstAt-sent)
+	}
+	size := uint64(w.layout.Size)
+	st.ops++
+	st.payload += size
+	st.series[sec].ops++
+	st.series[sec].bytes += size
+	w.progOps.Add(1)
+	w.progBytes.Add(size)
+}

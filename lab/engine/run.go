@@ -1,0 +1,172 @@
+// Package engine runs one bench on this host: the raw epoll engine (the
+// instrument) and the valkey-go engine (its cross-check) drive a
+// lab.Workload at a server and return a lab.Result.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/control"
+)
+
+// Options are the parts of a run that are not the workload.
+type Options struct {
+	Given    []string  // the command line as typed, stored in the record
+	Progress io.Writer // one line a second; nil for quiet
+	RunID    string
+	// OnPhase is called as warmup, the measured window and the drain begin,
+	// so host metrics can be cut to the window. It must return quickly.
+	OnPhase func(lab.Phase)
+}
+
+// RunError carries the exit code that goes with a failed run.
+type RunError struct {
+	Reason lab.StopReason
+	Err    error
+}
+
+func (e *RunError) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
+
+func (e *RunError) Unwrap() error { return e.Err }
+
+// Run executes one bench run. It returns a Result whenever it got far
+// enough to have measured anything or to say why it could not, together
+// with an error when the run did not complete.
+func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, error) {
+	w := given.Resolve()
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	if len(w.CPUList) > 0 {
+		if err := checkCPUs(w.CPUList); err != nil {
+			return nil, err
+		}
+	}
+	res := newResult(w, opt)
+	fail := func(reason lab.StopReason, err error) (*lab.Result, error) {
+		res.Ended = time.Now().UTC()
+		res.Stop = lab.Stop{Reason: reason, Error: err.Error(), ExitCode: exitCodeFor(reason)}
+		return res, &RunError{Reason: reason, Err: err}
+	}
+
+	ctl, err := control.Dial(ctx, w)
+	if err != nil {
+		if strings.Contains(err.Error(), "NOAUTH") {
+			err = fmt.Errorf("%w (the server wants a password: -a, --user, or $LINERATE_PASSWORD)", err)
+		}
+		return fail(lab.StopSetupFailed, err)
+	}
+	defer ctl.Close()
+	if res.Server, err = ctl.ServerInfo(ctx); err != nil {
+		return fail(lab.StopSetupFailed, err)
+	}
+	if lim, ok := res.Server.Config["proto-max-bulk-len"]; ok {
+		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(w.ValueSz) > n {
+			return fail(lab.StopSetupFailed, &lab.FieldError{Field: "-s/--value-size",
+				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
+		}
+	}
+	var e *engine
+	if w.Engine == lab.EngineValkeyGo {
+		e, err = newValkeyGoEngine(w)
+	} else {
+		e, err = newEngine(w)
+	}
+	if err != nil {
+		return fail(lab.StopSetupFailed, err)
+	}
+	defer e.shutdown()
+
+	if w.Prefill {
+		if err := e.prefill(ctx, opt.Progress); err != nil {
+			return fail(stopReasonFor(ctx, lab.StopSetupFailed), err)
+		}
+		n, err := ctl.DBSize(ctx)
+		if err != nil {
+			return fail(lab.StopSetupFailed, err)
+		}
+		res.Server.DBSizeAfterPrefill = &n
+		if n < int64(w.Keyspace) {
+			return fail(lab.StopSetupFailed, fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", w.Keyspace, n))
+		}
+	}
+	e.measure(ctx, opt.Progress, opt.OnPhase)
+	e.collect(res)
+	res.Ended = time.Now().UTC()
+	return res, finishStop(ctx, res, e)
+}
+
+func newResult(w lab.Workload, opt Options) *lab.Result {
+	id := opt.RunID
+	if id == "" {
+		id = fmt.Sprintf("%s-%04x", time.Now().UTC().Format("20060102T150405Z"), rand.Intn(1<<16))
+	}
+	return &lab.Result{
+		Schema:   lab.SchemaVersion,
+		RunID:    id,
+		Linerate: lab.Build(),
+		Started:  time.Now().UTC(),
+		Given:    opt.Given,
+		Workload: w,
+		Ops:      map[lab.Op]*lab.OpResult{},
+		Phases:   map[lab.Phase]*lab.PhaseTotals{},
+		Errors:   map[lab.ErrorKind]uint64{},
+		Engine:   lab.EngineInfo{Name: w.Engine},
+		Window:   lab.Window{Warmup: w.Warmup, Requested: w.Duration},
+	}
+}
+
+func exitCodeFor(r lab.StopReason) int {
+	switch r {
+	case lab.StopCompleted:
+		return lab.ExitOK
+	case lab.StopErrors:
+		return lab.ExitErrors
+	case lab.StopSetupFailed:
+		return lab.ExitSetupFailed
+	case lab.StopServerLost:
+		return lab.ExitServerLost
+	case lab.StopInterrupted:
+		return lab.ExitInterrupted
+	}
+	return lab.ExitErrors
+}
+
+func stopReasonFor(ctx context.Context, otherwise lab.StopReason) lab.StopReason {
+	if ctx.Err() != nil {
+		return lab.StopInterrupted
+	}
+	return otherwise
+}
+
+// finishStop decides how the run ended from what the workers saw.
+func finishStop(ctx context.Context, res *lab.Result, e *engine) error {
+	var errCount uint64
+	for _, n := range res.Errors {
+		errCount += n
+	}
+	reason := lab.StopCompleted
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		reason, err = lab.StopInterrupted, errors.New("interrupted before the window closed")
+	case e.allDead():
+		reason, err = lab.StopServerLost, fmt.Errorf("every connection failed: %w", e.firstErr())
+	case errCount > 0:
+		reason, err = lab.StopErrors, fmt.Errorf("%d requests failed (see errors)", errCount)
+	}
+	res.Stop = lab.Stop{Reason: reason, ExitCode: exitCodeFor(reason)}
+	if err != nil {
+		res.Stop.Error = err.Error()
+		return &RunError{Reason: reason, Err: err}
+	}
+	return nil
+}

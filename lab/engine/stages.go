@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// prefill writes every key once, each connection its own range.
+func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
+	w := e.w
+	per := (w.Keyspace + w.Connections - 1) / w.Connections
+	if e.prefillRanges != nil {
+		e.prefillRanges(per)
+	} else {
+		for _, wk := range e.workers {
+			for _, c := range wk.conns {
+				lo := min(c.index*per, w.Keyspace)
+				c.seqNext, c.prefillEnd = uint32(lo), uint32(min(lo+per, w.Keyspace))
+			}
+		}
+	}
+	// Bounded: every connection may take a full request timeout per key.
+	bound := time.Duration(per+1) * w.RequestTimeout.D()
+	s := &schedule{base: time.Now(), prefillMode: true, drainEnd: int64(bound), seconds: 1}
+	e.runWorkers(ctx, s, func(el time.Duration) {
+		if progress != nil {
+			fmt.Fprintf(progress, "prefill %4.0fs  %d/%d keys\n", el.Seconds(), e.progressOps(), w.Keyspace)
+		}
+	})
+	var errs uint64
+	for _, wk := range e.workers {
+		for k := range wk.phases[phPrefill].errs {
+			errs += wk.phases[phPrefill].errs[k]
+		}
+		wk.progOps.Store(0)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("prefill interrupted")
+	}
+	if errs > 0 || e.allDead() {
+		return fmt.Errorf("prefill: %d of %d SETs failed (%v)", errs, w.Keyspace, e.firstErr())
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "prefill done: %d keys of %s\n", w.Keyspace, lab.Size(e.layout.Size))
+	}
+	// Restore each connection's own start for sequential access.
+	keysPer := max(w.Keyspace/w.Connections, 1)
+	for _, wk := range e.workers {
+		for _, c := range wk.conns {
+			c.seqNext = uint32((c.index * keysPer) % w.Keyspace)
+		}
+	}
+	return nil
+}
+
+// measure runs warmup, the window and the drain. onPhase, when set, is
+// called as each phase begins (warmup, measure, drain), off the workers'
+// threads, so callers can cut host metrics to the measured window.
+func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(lab.Phase)) {
+	w := e.w
+	base := time.Now()
+	warm := int64(w.Warmup)
+	end := warm + int64(w.Duration)
+	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
+	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + int64(w.RequestTimeout), seconds: secs}
+	for _, wk := range e.workers {
+		for op := range wk.measure {
+			wk.measure[op].series = make([]secStat, secs)
+			lat := make([]uint32, secs*lab.LatBuckets)
+			for i := range lat { // fault the pages in now, not mid-window
+				lat[i] = 0
+			}
+			wk.measure[op].secLat = lat
+		}
+	}
+	// The window's edges are the schedule's, cut short by a stop; the
+	// process's CPU is sampled at them by timers off the workers' threads,
+	// which also deliver the phase marks. Everything the timers write is
+	// under procMu, and closed keeps a timer that fires after the workers
+	// finished from writing what collect reads.
+	var procMu sync.Mutex
+	closed := false
+	var sampled [2]bool
+	edge := func(i int, dst *threadUsage, next lab.Phase) {
+		procMu.Lock()
+		defer procMu.Unlock()
+		if closed {
+			return
+		}
+		*dst, sampled[i] = getUsage(unix.RUSAGE_SELF), true
+		if onPhase != nil {
+			onPhase(next)
+		}
+	}
+	if onPhase != nil {
+		onPhase(lab.PhaseWarmup)
+	}
+	t1 := time.AfterFunc(time.Duration(warm), func() { edge(0, &e.procStart, lab.PhaseMeasure) })
+	t2 := time.AfterFunc(time.Duration(end), func() { edge(1, &e.procEnd, lab.PhaseDrain) })
+	// The counters still hold the prefill's bytes: each line is the
+	// difference since the last one, over the time since the last one.
+	lastBytes, lastAt := e.progressBytes(), time.Duration(0)
+	e.runWorkers(ctx, s, func(el time.Duration) {
+		byt := e.progressBytes()
+		if progress != nil {
+			// The line is about the interval that just ended.
+			phase := "measure"
+			if lastAt < time.Duration(warm) {
+				phase = "warmup "
+			} else if lastAt >= time.Duration(end) {
+				phase = "drain  "
+			}
+			gbps, ops := progressRates(byt-lastBytes, lab.Size(e.layout.Size), el-lastAt)
+			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %9.1f ops/s\n", phase, el.Seconds(),
+				time.Duration(end).Seconds(), gbps, ops)
+		}
+		lastBytes, lastAt = byt, el
+	})
+	t1.Stop()
+	t2.Stop()
+	finished := time.Now()
+	procMu.Lock()
+	defer procMu.Unlock()
+	closed = true
+	endAt := base.Add(time.Duration(end))
+	if st := e.stoppedAt; !st.IsZero() && st.Before(endAt) {
+		endAt = st
+	}
+	if finished.Before(endAt) { // every connection died
+		endAt = finished
+	}
+	startAt := base.Add(time.Duration(warm))
+	if endAt.Before(startAt) { // stopped before the window opened
+		startAt = endAt
+	}
+	e.windowStart, e.windowEnd = startAt, endAt
+	if !sampled[0] {
+		e.procStart = getUsage(unix.RUSAGE_SELF)
+	}
+	if !sampled[1] {
+		e.procEnd = getUsage(unix.RUSAGE_SELF)
+		if sampled[0] && onPhase != nil {
+			onPhase(lab.PhaseDrain) // the workers beat the timer: close the window now
+		}
+	}
+}

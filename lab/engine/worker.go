@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/lab"
+)
+
+const (
+	recvBufSize = 8 << 10   // reply headers, value headers and trailers
+	scratchSize = 256 << 10 // --verify full, and the no-MSG_TRUNC fallback
+	epollTick   = 50 * time.Millisecond
+	stopGrace   = 2 * time.Second
+)
+
+// schedule is the run's timeline, fixed before the workers start.
+type schedule struct {
+	base        time.Time // every timestamp is nanoseconds since base
+	warmupEnd   int64
+	measureEnd  int64
+	drainEnd    int64 // in-flight requests still open then are abandoned
+	seconds     int   // length of the per-second series
+	prefillMode bool
+}
+
+// Phase indexes, in the order of phaseOrder.
+const (
+	phPrefill = iota
+	phWarmup
+	phMeasure
+	phDrain
+)
+
+var phaseOrder = [4]lab.Phase{lab.PhasePrefill, lab.PhaseWarmup, lab.PhaseMeasure, lab.PhaseDrain}
+
+// phaseAt is the phase a request completing at t belongs to.
+func (s *schedule) phaseAt(t int64) int {
+	switch {
+	case s.prefillMode:
+		return phPrefill
+	case t < s.warmupEnd:
+		return phWarmup
+	case t < s.measureEnd:
+		return phMeasure
+	}
+	return phDrain
+}
+
+// worker owns a thread, an epoll instance and its connections.
+type worker struct {
+	id      int
+	cpu     int // -1 when not pinned
+	w       *lab.Workload
+	layout  *lab.ValueLayout
+	sched   *schedule
+	stop    *atomic.Bool // set by the coordinator on Ctrl-C
+	addr    string
+	auth    []byte // AUTH command to replay after a reconnect, or nil
+	epfd    int
+	conns   []*rconn
+	scratch []byte
+	noTrunc bool
+
+	measure   [2]opStats
+	phases    [4]phaseStats
+	abandoned uint64
+	dead      int
+
+	// Progress, read by the coordinator while the run goes on.
+	progOps, progBytes atomic.Uint64
+
+	vk *vkState // the valkey-go engine's state; nil for the raw engine
+
+	usageStart, usageEnd threadUsage
+	usageState           int // 0 before the window, 1 inside, 2 after
+	stopSeen             int64
+	err                  error
+}
+
+func (w *worker) now() int64 { return int64(time.Since(w.sched.base)) }
+
+// run is the worker's loop. It returns when every connection has drained
+// or died, or the drain deadline passed.
+func (w *worker) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if w.cpu >= 0 {
+		if err := pinThread(w.cpu); err != nil {
+			w.err = err
+			return
+		}
+	}
+	events := make([]unix.EpollEvent, len(w.conns)+1)
+	for _, c := range w.conns {
+		c.fill(w.now())
+	}
+	for {
+		t := w.now()
+		w.trackUsage(t)
+		if w.finished(t) {
+			break
+		}
+		w.checkTimeouts(t)
+		n, err := unix.EpollWait(w.epfd, events, int(epollTick/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			w.err = fmt.Errorf("epoll wait: %w", err)
+			break
+		}
+		for i := 0; i < n; i++ {
+			c := w.conns[events[i].Pad]
+			if c.dead {
+				continue
+			}
+			ev := events[i].Events
+			if ev&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) != 0 {
+				if err := c.onReadable(); err != nil {
+					c.fail(err)
+					continue
+				}
+			}
+			if ev&unix.EPOLLOUT != 0 && c.sending {
+				if err := c.flush(w.now()); err != nil {
+					c.fail(err)
+					continue
+				}
+			}
+			c.fill(w.now())
+		}
+	}
+	if w.usageState == 1 {
+		w.usageEnd = getUsage(unix.RUSAGE_THREAD)
+		w.usageState = 2
+	}
+	// Requests still open now were cut off by the end of the run, not
+	// failed by the server: count them apart. Their connections carry
+	// half-read replies, so they cannot serve another stage.
+	for _, c := range w.conns {
+		if !c.dead && (c.qLen > 0 || c.sending) {
+			w.abandoned += uint64(c.qLen)
+			c.qLen, c.sending = 0, false
+			c.close()
+			c.dead = true
+			w.dead++
+		}
+	}
+}
+
+// shutdown closes the worker's sockets and epoll instance.
+func (w *worker) shutdown() {
+	for _, c := range w.conns {
+		c.close()
+	}
+	if w.epfd >= 0 {
+		unix.Close(w.epfd)
+		w.epfd = -1
+	}
+}
+
+func (w *worker) trackUsage(t int64) {
+	if w.sched.prefillMode {
+		return
+	}
+	if w.usageState == 0 && t >= w.sched.warmupEnd {
+		w.usageStart = getUsage(unix.RUSAGE_THREAD)
+		w.usageState = 1
+	}
+	if w.usageState == 1 && t >= w.sched.measureEnd {
+		w.usageEnd = getUsage(unix.RUSAGE_THREAD)
+		w.usageState = 2
+	}
+}
+
+// issuing says whether new requests may start at t.
+func (w *worker) issuing(t int64) bool {
+	if w.stop.Load() {
+		return false
+	}
+	return w.sched.prefillMode || t < w.sched.measureEnd
+}
+
+func (w *worker) finished(t int64) bool {
+	if t >= w.sched.drainEnd {
+		return true
+	}
+	if w.stop.Load() {
+		// Interrupted: give replies in flight a short grace, not the
+		// whole request timeout.
+		if w.stopSeen == 0 {
+			w.stopSeen = t
+		}
+		if t-w.stopSeen > int64(stopGrace) {
+			return true
+		}
+	}
+	for _, c := range w.conns {
+		if c.dead {
+			continue
+		}
+		if c.qLen > 0 || c.sending {
+			return false
+		}
+		if w.issuing(t) && c.wantsMore() {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *worker) checkTimeouts(t int64) {
+	limit := int64(w.w.RequestTimeout)
+	for _, c := range w.conns {
+		if c.dead || c.qLen == 0 {
+			continue
+		}
+		if t-c.q[c.qHead].issued > limit {
+			c.failAll(eTimeout, t)
+			c.reconnect()
+		}
+	}
+}

@@ -1,0 +1,60 @@
+// Package rawsock holds the raw socket calls of linerate's hot paths (the
+// raw engine's and the sink's): they take preallocated buffers and never
+// allocate.
+package rawsock
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxDiscard bounds one Discard call.
+const MaxDiscard = 1 << 30
+
+// discardByte is the buffer pointer handed to recvfrom with MSG_TRUNC: on
+// TCP the kernel drops the bytes without copying, so it is never written.
+var discardByte [64]byte
+
+// Discard drops up to n bytes of the socket's receive queue in the
+// kernel. It returns how many were dropped.
+func Discard(fd int, n int) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&discardByte[0])),
+		uintptr(n), uintptr(unix.MSG_TRUNC|unix.MSG_DONTWAIT), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// Read reads into p.
+func Read(fd int, p []byte) (int, error) {
+	r, _, e := unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// Writev writes iov with writev.
+func Writev(fd int, iov []unix.Iovec) (int, error) {
+	r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// SetIov points v at p.
+func SetIov(v *unix.Iovec, p []byte) {
+	if len(p) == 0 {
+		v.Base, v.Len = &discardByte[0], 0
+		return
+	}
+	v.Base = &p[0]
+	v.SetLen(len(p))
+}
+
+// IsAgain says whether err is a non-blocking socket's "try later".
+func IsAgain(err error) bool { return err == unix.EAGAIN || err == syscall.EWOULDBLOCK }

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"math/rand"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,12 +23,9 @@ type rconn struct {
 	fd    int
 	index int
 	wk    *worker
-	rng   *rand.Rand
-	zipf  *rand.Zipf
+	ch    chooser
 
-	gen        uint64
-	seqNext    uint32
-	prefillEnd uint32 // prefill: keys [seqNext, prefillEnd)
+	gen uint64
 
 	// send side
 	cmd      []byte // request header (GET command, or SET up to the value)

@@ -18,10 +18,10 @@ type engine struct {
 	stop    atomic.Bool
 	sched   *schedule
 	loop    func(*worker) // nil: the raw engine's epoll loop
-	// prefillRanges assigns each worker its keys; nil: the raw engine's
-	// per-connection ranges.
-	prefillRanges func(per int)
-	closers       []func()
+	// choosers are the issuing units' op/key choosers, to move them
+	// between the prefill and the run.
+	choosers []*chooser
+	closers  []func()
 
 	procStart, procEnd threadUsage
 	windowStart        time.Time

@@ -12,7 +12,7 @@ import (
 // wantsMore is false once a prefill connection has written its keys.
 func (c *rconn) wantsMore() bool {
 	if c.wk.sched.prefillMode {
-		return c.seqNext < c.prefillEnd
+		return !c.ch.prefilled()
 	}
 	return true
 }
@@ -28,27 +28,10 @@ func (c *rconn) fill(t int64) {
 	}
 }
 
-func (c *rconn) pickKey() uint32 {
-	w := c.wk.w
-	switch {
-	case c.wk.sched.prefillMode, w.KeyDist.Kind == lab.KeySequential:
-		k := c.seqNext
-		c.seqNext++
-		return k % uint32(w.Keyspace)
-	case c.zipf != nil:
-		return uint32(c.zipf.Uint64())
-	}
-	return uint32(c.rng.Intn(w.Keyspace))
-}
-
 // issue builds the next request into the connection's send buffers.
 func (c *rconn) issue(t int64) {
 	w := c.wk.w
-	op := opGet
-	if c.wk.sched.prefillMode || (w.Ratio.Sets > 0 && c.rng.Intn(w.Ratio.Gets+w.Ratio.Sets) >= w.Ratio.Gets) {
-		op = opSet
-	}
-	key := c.pickKey()
+	op, key := c.ch.next(c.wk.sched.prefillMode)
 	r := req{op: op, key: key, issued: t}
 	if op == opGet {
 		c.cmd = appendGet(c.cmd[:0], key, w.KeySize)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math/rand"
 	"os"
 	"runtime"
 	"time"
@@ -42,7 +41,6 @@ func newEngine(w lab.Workload) (*engine, error) {
 		}
 		e.workers = append(e.workers, wk)
 	}
-	keysPer := max(w.Keyspace/w.Connections, 1)
 	for i := 0; i < w.Connections; i++ {
 		wk := e.workers[i%w.Threads]
 		fd, err := dialRaw(w.Addr(), 5*time.Second)
@@ -55,18 +53,14 @@ func newEngine(w lab.Workload) (*engine, error) {
 			e.shutdown()
 			return nil, fmt.Errorf("open connection %d to %s: %w", i, w.Addr(), err)
 		}
-		src := rand.NewSource(int64(w.Seed)*1_000_003 + int64(i))
 		c := &rconn{
-			fd: -1, index: i, wk: wk, rng: rand.New(src),
-			cmd:     make([]byte, 0, 64+2*w.KeySize),
-			q:       make([]req, w.Pipeline),
-			rbuf:    make([]byte, recvBufSize),
-			seqNext: uint32((i * keysPer) % w.Keyspace),
-		}
-		if w.KeyDist.Kind == lab.KeyZipf {
-			c.zipf = rand.NewZipf(c.rng, w.KeyDist.Alpha, 1, uint64(w.Keyspace-1))
+			fd: -1, index: i, wk: wk, ch: newChooser(&w, i, w.Connections),
+			cmd:  make([]byte, 0, 64+2*w.KeySize),
+			q:    make([]req, w.Pipeline),
+			rbuf: make([]byte, recvBufSize),
 		}
 		wk.conns = append(wk.conns, c)
+		e.choosers = append(e.choosers, &c.ch)
 		if err := wk.register(c, fd); err != nil {
 			unix.Close(fd)
 			e.shutdown()

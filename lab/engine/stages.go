@@ -12,21 +12,15 @@ import (
 	"github.com/linerate/linerate/lab"
 )
 
-// prefill writes every key once, each connection its own range.
+// prefill writes every key once, each issuing unit its own share.
 func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	w := e.w
-	per := (w.Keyspace + w.Connections - 1) / w.Connections
-	if e.prefillRanges != nil {
-		e.prefillRanges(per)
-	} else {
-		for _, wk := range e.workers {
-			for _, c := range wk.conns {
-				lo := min(c.index*per, w.Keyspace)
-				c.seqNext, c.prefillEnd = uint32(lo), uint32(min(lo+per, w.Keyspace))
-			}
-		}
+	for _, ch := range e.choosers {
+		ch.startPrefill()
 	}
-	// Bounded: every connection may take a full request timeout per key.
+	// Bounded: every connection may take a full request timeout per key
+	// of its share.
+	per := (w.Keyspace + w.Connections - 1) / w.Connections
 	bound := time.Duration(per+1) * w.RequestTimeout.D()
 	s := &schedule{base: time.Now(), prefillMode: true, drainEnd: int64(bound), seconds: 1}
 	e.runWorkers(ctx, s, func(el time.Duration) {
@@ -50,12 +44,8 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	if progress != nil {
 		fmt.Fprintf(progress, "prefill done: %d keys of %s\n", w.Keyspace, lab.Size(e.layout.Size))
 	}
-	// Restore each connection's own start for sequential access.
-	keysPer := max(w.Keyspace/w.Connections, 1)
-	for _, wk := range e.workers {
-		for _, c := range wk.conns {
-			c.seqNext = uint32((c.index * keysPer) % w.Keyspace)
-		}
+	for _, ch := range e.choosers {
+		ch.endPrefill()
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand"
 	"net"
 	"strconv"
 	"time"
@@ -29,9 +28,12 @@ func newValkeyGoEngine(w lab.Workload) (*engine, error) {
 		c, err := valkey.NewClient(valkey.ClientOption{
 			InitAddress: []string{w.Addr()}, Username: w.User, Password: w.Password,
 			DisableCache: true, ForceSingleClient: true, AlwaysRESP2: true,
-			Dialer:           net.Dialer{Timeout: 5 * time.Second},
-			ConnWriteTimeout: w.RequestTimeout.D(),
-			DisableRetry:     true, // a retried request would be counted twice
+			// One TCP connection per -c, as the raw engine: left at its
+			// default, valkey-go multiplexes up to four per client.
+			PipelineMultiplex: -1,
+			Dialer:            net.Dialer{Timeout: 5 * time.Second},
+			ConnWriteTimeout:  w.RequestTimeout.D(),
+			DisableRetry:      true, // a retried request would be counted twice
 		})
 		if err != nil {
 			e.shutdown()
@@ -40,39 +42,22 @@ func newValkeyGoEngine(w lab.Workload) (*engine, error) {
 		clients[i] = c
 		e.closers = append(e.closers, c.Close)
 	}
-	keysPer := max(w.Keyspace/(w.Connections*w.Pipeline), 1)
-	for i := 0; i < w.Connections*w.Pipeline; i++ {
+	units := w.Connections * w.Pipeline
+	for i := 0; i < units; i++ {
 		wk := e.newWorker(i)
-		wk.vk = &vkState{
-			client:  clients[i/w.Pipeline],
-			rng:     rand.New(rand.NewSource(int64(w.Seed)*1_000_003 + int64(i))),
-			seqNext: uint32((i * keysPer) % w.Keyspace),
-		}
-		if w.KeyDist.Kind == lab.KeyZipf {
-			wk.vk.zipf = rand.NewZipf(wk.vk.rng, w.KeyDist.Alpha, 1, uint64(w.Keyspace-1))
-		}
+		wk.vk = &vkState{client: clients[i/w.Pipeline], ch: newChooser(&w, i, units)}
 		e.workers = append(e.workers, wk)
-	}
-	e.prefillRanges = func(per int) {
-		n := len(e.workers)
-		per = (w.Keyspace + n - 1) / n
-		for i, wk := range e.workers {
-			lo := min(i*per, w.Keyspace)
-			wk.vk.seqNext, wk.vk.prefillEnd = uint32(lo), uint32(min(lo+per, w.Keyspace))
-		}
+		e.choosers = append(e.choosers, &wk.vk.ch)
 	}
 	return e, nil
 }
 
 // vkState is a valkey-go worker's own state.
 type vkState struct {
-	client     valkey.Client
-	rng        *rand.Rand
-	zipf       *rand.Zipf
-	seqNext    uint32
-	prefillEnd uint32
-	gen        uint64
-	value      []byte // this worker's whole value, patched per SET
+	client valkey.Client
+	ch     chooser
+	gen    uint64
+	value  []byte // this worker's whole value, patched per SET
 }
 
 func (w *worker) runValkeyGo() {
@@ -83,23 +68,10 @@ func (w *worker) runValkeyGo() {
 	}
 	for {
 		t := w.now()
-		if !w.issuing(t) || (w.sched.prefillMode && v.seqNext >= v.prefillEnd) {
+		if !w.issuing(t) || (w.sched.prefillMode && v.ch.prefilled()) {
 			return
 		}
-		op := opGet
-		if w.sched.prefillMode || (wl.Ratio.Sets > 0 && v.rng.Intn(wl.Ratio.Gets+wl.Ratio.Sets) >= wl.Ratio.Gets) {
-			op = opSet
-		}
-		var key uint32
-		switch {
-		case w.sched.prefillMode || wl.KeyDist.Kind == lab.KeySequential:
-			key = v.seqNext % uint32(wl.Keyspace)
-			v.seqNext++
-		case v.zipf != nil:
-			key = uint32(v.zipf.Uint64())
-		default:
-			key = uint32(v.rng.Intn(wl.Keyspace))
-		}
+		op, key := v.ch.next(w.sched.prefillMode)
 		name := lab.KeyName(key, wl.KeySize)
 		r := req{op: op, key: key, issued: t, sentAt: t}
 		ctx, cancel := context.WithTimeout(context.Background(), wl.RequestTimeout.D())

@@ -18,6 +18,9 @@ type engine struct {
 	stop    atomic.Bool
 	sched   *schedule
 	loop    func(*worker) // nil: the raw engine's epoll loop
+	// pace makes each worker's pacer for the run (warmup, window, drain);
+	// nil: closed loop. The prefill is always closed loop.
+	pace func(worker int) Pacer
 	// choosers are the issuing units' op/key choosers, to move them
 	// between the prefill and the run.
 	choosers []*chooser
@@ -82,6 +85,10 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 	}
 	for _, wk := range e.workers {
 		wk.sched = sched
+		wk.pacer, wk.sent, wk.dueAt, wk.paceStopped = Pacer(closedLoop{}), 0, 0, false
+		if e.pace != nil && !sched.prefillMode {
+			wk.pacer = e.pace(wk.id)
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(wk) }()
 	}

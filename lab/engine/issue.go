@@ -17,10 +17,11 @@ func (c *rconn) wantsMore() bool {
 	return true
 }
 
-// fill starts requests until the pipeline is full.
+// fill starts requests until the pipeline is full or the pacer says wait.
 func (c *rconn) fill(t int64) {
-	for !c.dead && !c.sending && c.qLen < len(c.q) && c.wk.issuing(t) && c.wantsMore() {
+	for !c.dead && !c.sending && c.qLen < len(c.q) && c.wk.issuing(t) && c.wantsMore() && c.wk.due(t) {
 		c.issue(t)
+		c.wk.sent++
 		if err := c.flush(t); err != nil {
 			c.fail(err)
 			return

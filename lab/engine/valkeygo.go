@@ -71,6 +71,13 @@ func (w *worker) runValkeyGo() {
 		if !w.issuing(t) || (w.sched.prefillMode && v.ch.prefilled()) {
 			return
 		}
+		if !w.due(t) {
+			if w.dueAt != 0 {
+				time.Sleep(w.untilDue(t, epollTick))
+			}
+			continue
+		}
+		w.sent++
 		op, key := v.ch.next(w.sched.prefillMode)
 		name := lab.KeyName(key, wl.KeySize)
 		r := req{op: op, key: key, issued: t, sentAt: t}

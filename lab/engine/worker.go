@@ -74,6 +74,13 @@ type worker struct {
 	// Progress, read by the coordinator while the run goes on.
 	progOps, progBytes atomic.Uint64
 
+	// The stage's pacing: requests started, when the next is due (0:
+	// whenever a slot is free) and whether the pacer ended issuing.
+	pacer       Pacer
+	sent        uint64
+	dueAt       int64
+	paceStopped bool
+
 	vk *vkState // the valkey-go engine's state; nil for the raw engine
 
 	usageStart, usageEnd threadUsage
@@ -106,7 +113,8 @@ func (w *worker) run() {
 			break
 		}
 		w.checkTimeouts(t)
-		n, err := unix.EpollWait(w.epfd, events, int(epollTick/time.Millisecond))
+		wait := w.untilDue(t, epollTick)
+		n, err := unix.EpollWait(w.epfd, events, int((wait+time.Millisecond-1)/time.Millisecond))
 		if err != nil && err != unix.EINTR {
 			w.err = fmt.Errorf("epoll wait: %w", err)
 			break
@@ -130,6 +138,13 @@ func (w *worker) run() {
 				}
 			}
 			c.fill(w.now())
+		}
+		if w.dueAt != 0 && w.now() >= w.dueAt {
+			// The pacer's wait is over: a request may go on any
+			// connection with a free slot.
+			for _, c := range w.conns {
+				c.fill(w.now())
+			}
 		}
 	}
 	if w.usageState == 1 {
@@ -177,7 +192,7 @@ func (w *worker) trackUsage(t int64) {
 
 // issuing says whether new requests may start at t.
 func (w *worker) issuing(t int64) bool {
-	if w.stop.Load() {
+	if w.stop.Load() || w.paceStopped {
 		return false
 	}
 	return w.sched.prefillMode || t < w.sched.measureEnd

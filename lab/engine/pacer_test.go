@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+func TestClosedLoopNeverWaits(t *testing.T) {
+	for _, tc := range []struct {
+		elapsed time.Duration
+		sent    uint64
+	}{{0, 0}, {time.Millisecond, 1}, {time.Hour, 1 << 40}, {-time.Second, 0}} {
+		if wait, stop := (closedLoop{}).Pace(tc.elapsed, tc.sent); wait != 0 || stop {
+			t.Errorf("Pace(%s, %d) = %s, %v; want 0, false", tc.elapsed, tc.sent, wait, stop)
+		}
+	}
+}
+
+// scripted is a test pacer: nothing before notBefore, then requests until
+// limit were started. It keeps what it was asked.
+type scripted struct {
+	notBefore time.Duration
+	limit     uint64
+	mu        sync.Mutex
+	asked     []time.Duration
+	sents     []uint64
+}
+
+func (p *scripted) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool) {
+	p.mu.Lock()
+	p.asked, p.sents = append(p.asked, elapsed), append(p.sents, sent)
+	p.mu.Unlock()
+	switch {
+	case sent >= p.limit:
+		return 0, true
+	case elapsed < p.notBefore:
+		return p.notBefore - elapsed, false
+	}
+	return 0, false
+}
+
+// Both engines start requests only when their workers' pacers let them:
+// not before a wait has passed, and no more once the pacer stops.
+func TestEnginesFollowThePacer(t *testing.T) {
+	layout := lab.NewValueLayout(4096, 3)
+	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := recordingPeer(t, layout)
+			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: 2, Pipeline: 3, Threads: 1, Keyspace: 8,
+				ValueSz: lab.Size(layout.Size), Seed: layout.Seed, Engine: name,
+				// The window opens at 150 ms and lasts far longer than
+				// the test: the pacer's stop is what ends the run.
+				Warmup: lab.Duration(150 * time.Millisecond), Duration: lab.Duration(time.Minute),
+				RequestTimeout: lab.Duration(5 * time.Second)}.Resolve()
+			newE := newEngine
+			if name == lab.EngineValkeyGo {
+				newE = newValkeyGoEngine
+			}
+			e, err := newE(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.shutdown()
+			var mu sync.Mutex
+			pacers := map[int]*scripted{}
+			e.pace = func(wk int) Pacer {
+				mu.Lock()
+				defer mu.Unlock()
+				pacers[wk] = &scripted{notBefore: 200 * time.Millisecond, limit: 4}
+				return pacers[wk]
+			}
+			res := newResult(w, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			e.measure(ctx, nil, nil)
+			e.collect(res)
+			if ctx.Err() != nil {
+				t.Fatal("the run did not end when the pacers stopped")
+			}
+			if len(pacers) != len(e.workers) {
+				t.Fatalf("%d pacers for %d workers", len(pacers), len(e.workers))
+			}
+			want := uint64(4 * len(e.workers))
+			if got := res.Ops[lab.OpGet].Ops; got != want || res.Abandoned != 0 || len(res.Errors) != 0 {
+				t.Errorf("%d GETs measured (abandoned %d, errors %v); want the pacers' %d", got, res.Abandoned, res.Errors, want)
+			}
+			if ph := res.Phases[lab.PhaseWarmup]; ph != nil {
+				t.Errorf("requests completed in the warmup, before the pacer let any start: %+v", ph.Ops)
+			}
+			for wk, pc := range pacers {
+				for i := 1; i < len(pc.asked); i++ {
+					if pc.asked[i] < pc.asked[i-1] || pc.sents[i] < pc.sents[i-1] || pc.sents[i] > pc.sents[i-1]+1 {
+						t.Fatalf("worker %d: asked at %v with sent %v: want elapsed and sent rising, sent by one", wk, pc.asked, pc.sents)
+					}
+				}
+				if n := len(pc.sents); n == 0 || pc.sents[n-1] != 4 {
+					t.Errorf("worker %d: last asked with sent %v, want 4", wk, pc.sents)
+				}
+			}
+		})
+	}
+}
+
+// The raw engine allocates nothing per request: a run's whole allocation
+// count (setup of the stage, timers, goroutines) stays a small constant
+// however many requests it makes.
+func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	for _, ratio := range []lab.Ratio{{Sets: 1}, {Gets: 1}} {
+		w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Pipeline: 2, Threads: 1, Keyspace: 16,
+			ValueSz: 4096, Ratio: ratio, Prefill: ratio.Gets > 0, Seed: 1,
+			Duration: lab.Duration(400 * time.Millisecond)}.Resolve()
+		e, err := newEngine(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Prefill {
+			if err := e.prefill(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		e.measure(context.Background(), nil, nil)
+		runtime.ReadMemStats(&after)
+		var requests uint64
+		for _, wk := range e.workers {
+			for _, n := range wk.phases[phMeasure].ops {
+				requests += n
+			}
+		}
+		e.shutdown()
+		allocs := after.Mallocs - before.Mallocs
+		if requests < 1000 {
+			t.Fatalf("%v: only %d requests: too few to tell", ratio, requests)
+		}
+		if allocs > requests/20 {
+			t.Errorf("%v: %d allocations for %d requests", ratio, allocs, requests)
+		}
+		t.Logf("%v: %d allocations for %d requests", ratio, allocs, requests)
+	}
+}

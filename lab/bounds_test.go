@@ -2,9 +2,12 @@ package lab_test
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
@@ -93,5 +96,56 @@ func TestValidateBounds(t *testing.T) {
 	edge.Duration, edge.Warmup, edge.RequestTimeout = lab.Duration(lab.MaxThreadSeconds/lab.MaxThreads*time.Second), lab.Duration(lab.MaxDuration), lab.Duration(lab.MaxRequestTimeout)
 	if err := edge.Validate(); err != nil {
 		t.Errorf("the bounds themselves: %v", err)
+	}
+}
+
+// CheckField holds one value, as a campaign lists it, to its field's own
+// bounds: a zero is a zero (not "the default"), and bounds between fields
+// wait for the whole workload.
+func TestCheckField(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		w     lab.Workload
+		flag  string // the error's field, or "" for none
+	}{
+		{"connections", lab.Workload{}, "-c/--connections"},
+		{"connections", lab.Workload{Connections: 8}, ""},
+		{"threads", lab.Workload{Threads: 64}, ""}, // more threads than -c: Validate's to say
+		{"threads", lab.Workload{Threads: lab.MaxThreads + 1}, "-t/--threads"},
+		{"pipeline", lab.Workload{Pipeline: lab.MaxPipeline}, ""},
+		{"pipeline", lab.Workload{Pipeline: lab.MaxPipeline + 1}, "-P/--pipeline"},
+		{"key-size", lab.Workload{KeySize: 4}, "--key-size"}, // "key:" alone names no key
+		{"key-size", lab.Workload{KeySize: 5}, ""},
+		{"key-size", lab.Workload{KeySize: lab.MaxKeySize + 1}, "--key-size"},
+		{"value-size", lab.Workload{ValueSz: 1}, ""}, // --verify against -s is Validate's
+		{"warmup", lab.Workload{}, ""},
+		{"duration", lab.Workload{}, "-d/--duration"},
+		{"engine", lab.Workload{Engine: "turbo"}, "--engine"},
+		{"prefill", lab.Workload{}, ""},
+	} {
+		err := tc.w.CheckField(tc.field)
+		fe, _ := err.(*lab.FieldError)
+		switch {
+		case tc.flag == "" && err != nil:
+			t.Errorf("%s of %+v: %v", tc.field, tc.w, err)
+		case tc.flag != "" && (fe == nil || fe.Field != tc.flag || fe.Name() != tc.field):
+			t.Errorf("%s of %+v: %v, want an error naming %s", tc.field, tc.w, err, tc.flag)
+		}
+	}
+}
+
+// The bench flags' defaults are Resolve's, bar -t (left to the host that
+// runs) and --seed (1: a seed of 0 is a seed).
+func TestFlagDefaultsAreResolves(t *testing.T) {
+	var w lab.Workload
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	lab.BindFlags(fs, &w)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := lab.Workload{}.Resolve()
+	want.Threads, want.Seed = 0, 1
+	if !reflect.DeepEqual(w, want) {
+		t.Errorf("flag defaults\n %+v\nResolve's\n %+v", w, want)
 	}
 }

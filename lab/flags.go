@@ -13,32 +13,35 @@ import (
 // shorthands match the reference study's client so its command lines run
 // unchanged; note that -h is the host, as there, and help is --help.
 func BindFlags(fs *pflag.FlagSet, w *Workload) {
-	fs.StringVarP(&w.Host, "host", "h", "127.0.0.1", "server address")
-	fs.IntVarP(&w.Port, "port", "p", DefaultPort, "server port")
+	// The flags' defaults are Resolve's, so they are written once; -t is
+	// left at zero, for Resolve to fit to the CPUs of the host that runs.
+	def := Workload{}.Resolve()
+	fs.StringVarP(&w.Host, "host", "h", def.Host, "server address")
+	fs.IntVarP(&w.Port, "port", "p", def.Port, "server port")
 	fs.StringVarP(&w.Password, "password", "a", "", "AUTH password (with --user: ACL user's password)")
 	fs.StringVar(&w.User, "user", "", "ACL user name for AUTH")
-	fs.IntVarP(&w.Connections, "connections", "c", DefaultConnections, fmt.Sprintf("connections in total (1-%d), spread round-robin over the worker threads", MaxConnections))
-	fs.IntVarP(&w.Pipeline, "pipeline", "P", DefaultPipeline, fmt.Sprintf("requests in flight per connection (1-%d; -c x -P at most %d)", MaxPipeline, MaxInFlight))
+	fs.IntVarP(&w.Connections, "connections", "c", def.Connections, fmt.Sprintf("connections in total (1-%d), spread round-robin over the worker threads", MaxConnections))
+	fs.IntVarP(&w.Pipeline, "pipeline", "P", def.Pipeline, fmt.Sprintf("requests in flight per connection (1-%d; -c x -P at most %d)", MaxPipeline, MaxInFlight))
 	fs.IntVarP(&w.Threads, "threads", "t", 0, fmt.Sprintf("worker OS threads, 1-%d (default: one per CPU in --cpu-list, else one per CPU, at most -c)", MaxThreads))
 	fs.VarP(&w.CPUList, "cpu-list", "", "pin worker i to cpu[i mod n]: "+CPUListForms+"; refused if a CPU is not available")
-	fs.IntVarP(&w.Keyspace, "keyspace", "n", DefaultKeyspace, fmt.Sprintf("number of distinct keys (1-%d)", MaxKeyspace))
-	fs.IntVar(&w.KeySize, "key-size", DefaultKeySize, fmt.Sprintf("key length in bytes, at most %d (\"key:\" and a zero-padded number)", MaxKeySize))
-	w.ValueSz = DefaultValueSize
+	fs.IntVarP(&w.Keyspace, "keyspace", "n", def.Keyspace, fmt.Sprintf("number of distinct keys (1-%d)", MaxKeyspace))
+	fs.IntVar(&w.KeySize, "key-size", def.KeySize, fmt.Sprintf("key length in bytes, at most %d (\"key:\" and a zero-padded number)", MaxKeySize))
+	w.ValueSz = def.ValueSz
 	fs.VarP(&w.ValueSz, "value-size", "s", "value size, at most "+MaxValueSize.String()+": "+SizeForms)
-	w.Ratio = Ratio{Gets: 100}
+	w.Ratio = def.Ratio
 	fs.VarP(&w.Ratio, "ratio", "r", "operation mix: "+RatioForms)
-	w.KeyDist = KeyDist{Kind: KeyUniform}
+	w.KeyDist = def.KeyDist
 	fs.Var(&w.KeyDist, "key-dist", "key distribution: "+KeyDistForms)
 	fs.BoolVar(&w.Prefill, "prefill", false, "write every key once before the run and check DBSIZE (GET runs need it for a 100% hit rate)")
 	fs.Var(&w.Warmup, "warmup", "load before measuring, not recorded (e.g. 5s; at most "+fmtDur(MaxDuration)+")")
-	w.Duration = Duration(DefaultDuration)
+	w.Duration = def.Duration
 	fs.VarP(&w.Duration, "duration", "d", fmt.Sprintf("measured window (at most %s, and threads x seconds at most %d: each keeps ~2 KiB of per-second series)", fmtDur(MaxDuration), MaxThreadSeconds))
-	w.RequestTimeout = Duration(DefaultRequestTimeout)
+	w.RequestTimeout = def.RequestTimeout
 	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received, at most "+fmtDur(MaxRequestTimeout)+"; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
-	w.Verify = VerifyHeader
+	w.Verify = def.Verify
 	fs.Var(&w.Verify, "verify", "GET reply check: none (length only), header (length, value header and trailer of every reply), full (every byte)")
 	fs.Uint64Var(&w.Seed, "seed", 1, "seed for key choice and operation mix")
-	fs.StringVar(&w.Engine, "engine", EngineRaw, "raw (the measuring engine) or valkey-go (a general client, to cross-check the raw engine)")
+	fs.StringVar(&w.Engine, "engine", def.Engine, "raw (the measuring engine) or valkey-go (a general client, to cross-check the raw engine)")
 }
 
 // Args renders a resolved workload as bench flags, the inverse of BindFlags.

@@ -55,29 +55,6 @@ const (
 	MaxValueSize = Size(4 << 30)
 )
 
-// Bounds on the workload, far above what a 200 Gbps campaign uses (the
-// reference study: -c 32 -t 16 -P 1 -n 500 -d 15s) and low enough that a
-// typo fails at once instead of eating the client's memory. Each costs
-// memory on the client: a worker thread ~1 MiB (buffers and histograms), a
-// connection ~14 KiB, a request in flight 48 B, and every thread keeps
-// ~2 KiB of per-second latency series per second of -d.
-const (
-	MaxConnections = 16384
-	MaxPipeline    = 1024
-	// MaxInFlight bounds -c x -P: the server holds that many requests.
-	MaxInFlight = 65536
-	MaxThreads  = 1024
-	// MaxKeyspace keeps key numbers in 32 bits, as the engines carry them.
-	MaxKeyspace = 1 << 30
-	MaxKeySize  = 512
-	// MaxDuration bounds -d and --warmup; soak windows are -d too.
-	MaxDuration       = 24 * time.Hour
-	MaxRequestTimeout = time.Hour
-	// MaxThreadSeconds bounds threads x seconds of -d: 2^19 is 1 GiB of
-	// per-second series (e.g. 16 threads for 9 h, 64 for 2 h).
-	MaxThreadSeconds = 1 << 19
-)
-
 // EngineRaw is the purpose-built engine; EngineValkeyGo the cross-check.
 const (
 	EngineRaw      = "raw"
@@ -134,70 +111,6 @@ func (w Workload) Resolve() Workload {
 	}
 	return r
 }
-
-// FieldError names the field (as its flag) that is wrong and why.
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// Validate checks a resolved workload; each error names the flag.
-func (w Workload) Validate() error {
-	bad := func(f, format string, a ...any) error { return &FieldError{Field: f, Msg: fmt.Sprintf(format, a...)} }
-	switch {
-	case w.Port <= 0 || w.Port > 65535:
-		return bad("--port", "%d is not a TCP port (1-65535)", w.Port)
-	case w.Connections < 1 || w.Connections > MaxConnections:
-		return bad("-c/--connections", "%d connections: use 1-%d", w.Connections, MaxConnections)
-	case w.Pipeline < 1 || w.Pipeline > MaxPipeline:
-		return bad("-P/--pipeline", "pipeline depth must be 1-%d, got %d", MaxPipeline, w.Pipeline)
-	case w.Connections*w.Pipeline > MaxInFlight:
-		return bad("-P/--pipeline", "%d connections x %d in flight each is more than %d requests in flight; lower -P or -c", w.Connections, w.Pipeline, MaxInFlight)
-	case w.Threads < 1 || w.Threads > MaxThreads:
-		return bad("-t/--threads", "%d worker threads: use 1-%d", w.Threads, MaxThreads)
-	case w.Threads > w.Connections:
-		return bad("-t/--threads", "%d threads for %d connections would leave threads idle; use -t <= -c", w.Threads, w.Connections)
-	case w.Keyspace < 1 || w.Keyspace > MaxKeyspace:
-		return bad("-n/--keyspace", "%d keys: use 1-%d", w.Keyspace, MaxKeyspace)
-	case w.KeySize < minKeySize(w.Keyspace) || w.KeySize > MaxKeySize:
-		return bad("--key-size", "%d bytes cannot name %d distinct keys; use %d-%d", w.KeySize, w.Keyspace, minKeySize(w.Keyspace), MaxKeySize)
-	case w.ValueSz < 1 || w.ValueSz > MaxValueSize:
-		return bad("-s/--value-size", "%d bytes is outside 1 B - %s", int64(w.ValueSz), MaxValueSize)
-	case w.Verify != VerifyNone && w.ValueSz < MinVerifiableSize:
-		return bad("-s/--value-size", "values under %d bytes cannot carry the verify header; use --verify none", MinVerifiableSize)
-	case w.Duration <= 0 || w.Duration.D() > MaxDuration:
-		return bad("-d/--duration", "%s: use more than 0s and at most %s", w.Duration, MaxDuration)
-	case w.Warmup < 0 || w.Warmup.D() > MaxDuration:
-		return bad("--warmup", "%s: use 0s to %s", w.Warmup, MaxDuration)
-	case w.RequestTimeout <= 0 || w.RequestTimeout.D() > MaxRequestTimeout:
-		return bad("--request-timeout", "%s: use more than 0s and at most %s", w.RequestTimeout, MaxRequestTimeout)
-	case w.Engine != EngineRaw && w.Engine != EngineValkeyGo:
-		return bad("--engine", "%q: use raw or valkey-go", w.Engine)
-	}
-	if secs := int((w.Duration.D() + time.Second - 1) / time.Second); w.Threads*secs > MaxThreadSeconds {
-		return bad("-d/--duration", "%s with %d threads keeps %d MiB of per-second latency series; keep threads x seconds at most %d (shorten -d or lower -t)",
-			w.Duration, w.Threads, w.Threads*secs/512, MaxThreadSeconds)
-	}
-	if err := w.CPUList.validate(); err != nil {
-		return bad("--cpu-list", "%v", err)
-	}
-	if err := w.Ratio.validate(); err != nil {
-		return bad("-r/--ratio", "%v", err)
-	}
-	if err := w.Verify.validate(); err != nil {
-		return bad("--verify", "%v", err)
-	}
-	if err := w.KeyDist.validate(); err != nil {
-		return bad("--key-dist", "%v", err)
-	}
-	return nil
-}
-
-// minKeySize is the shortest key that still names n distinct keys with the
-// "key:" prefix used by every engine.
-func minKeySize(n int) int { return len(keyPrefix) + len(strconv.Itoa(max(n-1, 0))) }
 
 // Ops lists the operations this mix issues, in record order.
 func (w Workload) Ops() []Op {

@@ -162,10 +162,7 @@ func (c *Campaign) validateWorkload(wc workloadCell) error {
 	var fe *lab.FieldError
 	field, msg := "", err.Error()
 	if errors.As(err, &fe) {
-		field, msg = fe.Field, fe.Msg
-		if i := strings.LastIndex(field, "--"); i >= 0 {
-			field = field[i+2:]
-		}
+		field, msg = fe.Name(), fe.Msg
 	}
 	at, ok := c.lines["workload."+field]
 	if !ok {

@@ -1,0 +1,210 @@
+package lab
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bounds on the workload, far above what a 200 Gbps campaign uses (the
+// reference study: -c 32 -t 16 -P 1 -n 500 -d 15s) and low enough that a
+// typo fails at once instead of eating the client's memory. Each costs
+// memory on the client: a worker thread ~1 MiB (buffers and histograms), a
+// connection ~14 KiB, a request in flight 48 B, and every thread keeps
+// ~2 KiB of per-second latency series per second of -d.
+const (
+	MaxConnections = 16384
+	MaxPipeline    = 1024
+	// MaxInFlight bounds -c x -P: the server holds that many requests.
+	MaxInFlight = 65536
+	MaxThreads  = 1024
+	// MaxKeyspace keeps key numbers in 32 bits, as the engines carry them.
+	MaxKeyspace = 1 << 30
+	MaxKeySize  = 512
+	// MaxDuration bounds -d and --warmup; soak windows are -d too.
+	MaxDuration       = 24 * time.Hour
+	MaxRequestTimeout = time.Hour
+	// MaxThreadSeconds bounds threads x seconds of -d: 2^19 is 1 GiB of
+	// per-second series (e.g. 16 threads for 9 h, 64 for 2 h).
+	MaxThreadSeconds = 1 << 19
+)
+
+// FieldError names the field (as its flag) that is wrong and why.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Name is the field's long flag name, as campaigns name it: "connections"
+// for "-c/--connections".
+func (e *FieldError) Name() string {
+	if i := strings.LastIndex(e.Field, "--"); i >= 0 {
+		return e.Field[i+2:]
+	}
+	return e.Field
+}
+
+// A rule holds one field of a workload to its bounds. The table below is
+// the one place the bounds and their messages live: Validate runs every
+// rule on a resolved workload (bench flags, a campaign's cells), and
+// CheckField runs a field's own rules on one value as a campaign lists it,
+// so a value out of bounds reads the same from either.
+type rule struct {
+	flag string // the field as errors name it: "-c/--connections"
+	// own: the rule reads its field alone, so one value of it can be
+	// checked before the rest of the workload is known.
+	own bool
+	bad func(w *Workload) string // why w breaks the rule; "" when it does not
+}
+
+func msg(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
+// rules, in the order Validate reports them.
+var rules = []rule{
+	{"--port", true, func(w *Workload) string {
+		if w.Port <= 0 || w.Port > 65535 {
+			return msg("%d is not a TCP port (1-65535)", w.Port)
+		}
+		return ""
+	}},
+	{"-c/--connections", true, func(w *Workload) string {
+		if w.Connections < 1 || w.Connections > MaxConnections {
+			return msg("%d connections: use 1-%d", w.Connections, MaxConnections)
+		}
+		return ""
+	}},
+	{"-P/--pipeline", true, func(w *Workload) string {
+		if w.Pipeline < 1 || w.Pipeline > MaxPipeline {
+			return msg("pipeline depth must be 1-%d, got %d", MaxPipeline, w.Pipeline)
+		}
+		return ""
+	}},
+	{"-P/--pipeline", false, func(w *Workload) string {
+		if w.Connections*w.Pipeline > MaxInFlight {
+			return msg("%d connections x %d in flight each is more than %d requests in flight; lower -P or -c", w.Connections, w.Pipeline, MaxInFlight)
+		}
+		return ""
+	}},
+	{"-t/--threads", true, func(w *Workload) string {
+		if w.Threads < 1 || w.Threads > MaxThreads {
+			return msg("%d worker threads: use 1-%d", w.Threads, MaxThreads)
+		}
+		return ""
+	}},
+	{"-t/--threads", false, func(w *Workload) string {
+		if w.Threads > w.Connections {
+			return msg("%d threads for %d connections would leave threads idle; use -t <= -c", w.Threads, w.Connections)
+		}
+		return ""
+	}},
+	{"-n/--keyspace", true, func(w *Workload) string {
+		if w.Keyspace < 1 || w.Keyspace > MaxKeyspace {
+			return msg("%d keys: use 1-%d", w.Keyspace, MaxKeyspace)
+		}
+		return ""
+	}},
+	// Own: alone (no keyspace yet) a key must still name one key.
+	{"--key-size", true, func(w *Workload) string {
+		n := max(w.Keyspace, 1)
+		switch lo := minKeySize(n); {
+		case w.KeySize > MaxKeySize:
+			return msg("%d bytes: keys are at most %d bytes", w.KeySize, MaxKeySize)
+		case w.KeySize < lo:
+			return msg("%d bytes cannot name %d distinct keys; use %d-%d", w.KeySize, n, lo, MaxKeySize)
+		}
+		return ""
+	}},
+	{"-s/--value-size", true, func(w *Workload) string {
+		if w.ValueSz < 1 || w.ValueSz > MaxValueSize {
+			return msg("%d bytes is outside 1 B - %s", int64(w.ValueSz), MaxValueSize)
+		}
+		return ""
+	}},
+	{"-s/--value-size", false, func(w *Workload) string {
+		if w.Verify != VerifyNone && w.ValueSz < MinVerifiableSize {
+			return msg("values under %d bytes cannot carry the verify header; use --verify none", MinVerifiableSize)
+		}
+		return ""
+	}},
+	{"-d/--duration", true, func(w *Workload) string {
+		if w.Duration <= 0 || w.Duration.D() > MaxDuration {
+			return msg("%s: use more than 0s and at most %s", w.Duration, MaxDuration)
+		}
+		return ""
+	}},
+	{"--warmup", true, func(w *Workload) string {
+		if w.Warmup < 0 || w.Warmup.D() > MaxDuration {
+			return msg("%s: use 0s to %s", w.Warmup, MaxDuration)
+		}
+		return ""
+	}},
+	{"--request-timeout", true, func(w *Workload) string {
+		if w.RequestTimeout <= 0 || w.RequestTimeout.D() > MaxRequestTimeout {
+			return msg("%s: use more than 0s and at most %s", w.RequestTimeout, MaxRequestTimeout)
+		}
+		return ""
+	}},
+	{"--engine", true, func(w *Workload) string {
+		if w.Engine != EngineRaw && w.Engine != EngineValkeyGo {
+			return msg("%q: use raw or valkey-go", w.Engine)
+		}
+		return ""
+	}},
+	{"-d/--duration", false, func(w *Workload) string {
+		if secs := int((w.Duration.D() + time.Second - 1) / time.Second); w.Threads*secs > MaxThreadSeconds {
+			return msg("%s with %d threads keeps %d MiB of per-second latency series; keep threads x seconds at most %d (shorten -d or lower -t)",
+				w.Duration, w.Threads, w.Threads*secs/512, MaxThreadSeconds)
+		}
+		return ""
+	}},
+	{"--cpu-list", true, func(w *Workload) string { return errMsg(w.CPUList.validate()) }},
+	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
+	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
+	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.validate()) }},
+}
+
+func errMsg(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Validate checks a resolved workload; each error names the flag.
+func (w Workload) Validate() error {
+	for _, r := range rules {
+		if m := r.bad(&w); m != "" {
+			return &FieldError{Field: r.flag, Msg: m}
+		}
+	}
+	return nil
+}
+
+// CheckField checks the field of w named by its long flag name (as a
+// campaign names it: "connections", "value-size") against the bounds it
+// has on its own, as given: zero is not read as "the default". Bounds
+// between fields (-t at most -c, -c x -P, --verify against -s) are
+// Validate's, on the whole workload. A field without bounds of its own
+// passes.
+func (w Workload) CheckField(name string) error {
+	for _, r := range rules {
+		if !r.own {
+			continue
+		}
+		fe := FieldError{Field: r.flag}
+		if fe.Name() != name {
+			continue
+		}
+		if fe.Msg = r.bad(&w); fe.Msg != "" {
+			return &fe
+		}
+	}
+	return nil
+}
+
+// minKeySize is the shortest key that still names n distinct keys with the
+// "key:" prefix used by every engine.
+func minKeySize(n int) int { return len(keyPrefix) + len(strconv.Itoa(max(n-1, 0))) }

@@ -1,0 +1,53 @@
+package sweeps
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// A value out of bounds reads the same from a campaign and from a bench
+// flag: both meet lab's one rule for the field, the campaign at the
+// value's line and column.
+func TestCampaignAndFlagsShareBounds(t *testing.T) {
+	for _, tc := range []struct {
+		field, value string // as the campaign lists it
+		flags        []string
+	}{
+		{"pipeline", "2000", []string{"-P", "2000"}},
+		{"pipeline", "-1", []string{"-P", "-1"}}, // (a 0 flag means "the default")
+		{"connections", "100000", []string{"-c", "100000"}},
+		{"threads", "5000", []string{"-t", "5000", "-c", "5000"}},
+		{"keyspace", "5000000000", []string{"-n", "5000000000", "--key-size", "20"}},
+		{"key-size", "600", []string{"--key-size", "600"}},
+		{"value-size", "5GiB", []string{"-s", "5GiB"}},
+		{"duration", "25h", []string{"-d", "25h"}},
+		{"warmup", "-1s", []string{"--warmup", "-1s"}},
+		{"request-timeout", "2h", []string{"--request-timeout", "2h"}},
+		{"engine", "turbo", []string{"--engine", "turbo"}},
+	} {
+		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
+			var w lab.Workload
+			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+			lab.BindFlags(fs, &w)
+			if err := fs.Parse(tc.flags); err != nil {
+				t.Fatal(err)
+			}
+			var fe *lab.FieldError
+			if err := w.Resolve().Validate(); !errors.As(err, &fe) || fe.Name() != tc.field {
+				t.Fatalf("flags %v: %v, want an error naming --%s", tc.flags, err, tc.field)
+			}
+			spec := "name: t\nversions:\n  - store: valkey@9.1\nworkload:\n  " + tc.field + ": " + tc.value + "\n"
+			_, err := ParseCampaign("t.yaml", []byte(spec))
+			want := fmt.Sprintf("t.yaml:5:%d: workload.%s: %s", len(tc.field)+5, tc.field, fe.Msg)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("campaign %s: %s:\n%v\nwant %q", tc.field, tc.value, err, want)
+			}
+		})
+	}
+}

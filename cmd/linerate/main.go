@@ -48,7 +48,7 @@ func main() {
 		usage(os.Stderr)
 		os.Exit(2)
 	}
-	if a := os.Args[1]; a == "--help" || a == "-help" || a == "help" {
+	if a := os.Args[1]; a == "--help" || a == "-help" || a == "-h" || a == "help" {
 		usage(os.Stdout)
 		return
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,8 +34,17 @@ func scriptParams(t *testing.T) testscript.Params {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// testscript removes its own parent directory only after every script
+	// ran, so a -run naming some of them would leave one in /tmp each
+	// time; the test's own temporary directory goes in every case.
+	// -testwork keeps testscript's, to look into.
+	root := ""
+	if f := flag.Lookup("testwork"); f == nil || f.Value.String() != "true" {
+		root = t.TempDir()
+	}
 	return testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
+		WorkdirRoot:         root,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(e *testscript.Env) error {

@@ -162,6 +162,10 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	readErr := make(chan error, 1)
 	go func() {
 		defer endInput()
+		// Closed after the last line: the loop answers every line read
+		// before it sees the end (a select on a separate end signal may
+		// pick the end first and leave requests unanswered).
+		defer close(lines)
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
@@ -179,9 +183,15 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			return ctx.Err()
 		case <-a.gone:
 			return errors.New("the coordinator is gone (output closed)")
-		case err := <-readErr:
-			return err
-		case line := <-lines:
+		case line, ok := <-lines:
+			if !ok {
+				select {
+				case err := <-readErr:
+					return err
+				default: // the reader stopped for a cancelled context
+					return ctx.Err()
+				}
+			}
 			var req agentRequest
 			if err := json.Unmarshal(line, &req); err != nil {
 				a.send(agentReply{Error: fmt.Sprintf("agent: request is not JSON: %v", err)})

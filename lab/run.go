@@ -73,6 +73,13 @@ func Run(ctx context.Context, given Workload, opt RunOptions) (*Result, error) {
 				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
 		}
 	}
+	if w.Prefill {
+		// Refused before a connection is opened for load: a prefill that
+		// cannot fit ends in evictions, OOM errors or a killed server.
+		if err := checkPrefillFits(w, res.Server, hostMemAvailable); err != nil {
+			return fail(StopSetupFailed, err)
+		}
+	}
 	var e *engine
 	if w.Engine == EngineValkeyGo {
 		e, err = newValkeyGoEngine(w)

@@ -71,6 +71,11 @@ func runBench(ctx context.Context, args []string) int {
 			return lab.ExitUsage
 		}
 	}
+	large, _ := fs.GetBool("keyspace-large")
+	if err := lab.CheckKeyspaceHabit(w, large); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
+		return lab.ExitUsage
+	}
 	if w.Password == "" {
 		w.Password = os.Getenv("LINERATE_PASSWORD")
 	}

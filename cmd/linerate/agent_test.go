@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -28,18 +26,7 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
-	read := func() map[string]any {
-		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("agent output ended: %v", lines.Err())
-		}
-		var m map[string]any
-		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
-			t.Fatalf("agent said %q: %v", lines.Text(), err)
-		}
-		return m
-	}
+	read := agentLines(t, stdout)
 	read() // hello
 	fmt.Fprintf(stdin, `{"id":1,"op":"start","plan":{"spec":{"label":"x","binary":%q,"server":{}},"segment":"x"},"bind":"127.0.0.1","log_dir":%q}`+"\n", redis, t.TempDir())
 	started, _ := read()["started"].(map[string]any)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/aws"
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/parts"
 	"github.com/linerate/linerate/tuning"
@@ -71,6 +73,7 @@ func runSweep(ctx context.Context, args []string) int {
 	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
 	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label (0: unknown, as on loopback)")
 	profiles := fs.String("profiles", "tuning/profiles", "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)")
+	metricsAddr := fs.String("metrics-listen", "", "run: "+metricsListenHelp)
 	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -95,6 +98,15 @@ func runSweep(ctx context.Context, args []string) int {
 		}
 	}
 	action, file := fs.Arg(0), fs.Arg(1)
+	var mets *runMetrics
+	if action == "run" {
+		var code int
+		if mets, code = startRunMetrics("sweep run", *metricsAddr); code != 0 {
+			return code
+		}
+		defer mets.close()
+		ra.live = mets.feed()
+	}
 	c, err := sweeps.LoadCampaign(file)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -160,6 +172,7 @@ func runSweep(ctx context.Context, args []string) int {
 		return code
 	}
 	defer downHosts(ctx, place, "sweep run")
+	mets.wrap(place)
 	if remote(c) {
 		// Versions resolve where they run: the server host's store.
 		if p, err = sweeps.NewPlan(ctx, c, place.Resolver); err != nil {
@@ -176,6 +189,9 @@ func runSweep(ctx context.Context, args []string) int {
 		MaxAttempts: *maxAttempts,
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
+	}
+	if mets != nil {
+		r.Progress = cellProgress{Progress: r.Progress, live: mets.live}
 	}
 	if *only != "" {
 		r.Only = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
@@ -238,6 +254,7 @@ func runSoak(ctx context.Context, args []string) int {
 	cell := fs.String("cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
 	dur := fs.Duration("duration", 15*time.Minute, "measured window of the rerun")
 	profiles := fs.String("profiles", "tuning/profiles", "where the campaign's tuning profile NAME is found as NAME.yaml")
+	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
 	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, soakUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -255,6 +272,12 @@ func runSoak(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate soak: --duration %s: use at least 10s; drift needs a series (e.g. 15m)\n", *dur)
 		return 2
 	}
+	mets, code := startRunMetrics("soak", *metricsAddr)
+	if code != 0 {
+		return code
+	}
+	defer mets.close()
+	ra.live = mets.feed()
 	st, err := sweeps.OpenStore(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
@@ -279,6 +302,10 @@ func runSoak(ctx context.Context, args []string) int {
 		return code
 	}
 	defer downHosts(ctx, place, "soak")
+	mets.wrap(place)
+	if mets != nil {
+		mets.live.SetCell(*cell)
+	}
 	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: place.Servers, Bench: place.Bencher,
 		Sampler: place.Sampler, FaultCost: place.FaultCost}
 	if _, s.Tuning, code = tune.apply(ctx, place, filepath.Join(fs.Arg(0), "soak"), "soak"); code != 0 {
@@ -313,7 +340,9 @@ func reapOrphans(ctx context.Context, dir string) {
 type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
 	keysEnv, yes                          bool
-	queues                                int // from the tuning profile, not a flag
+	agentMetrics                          string
+	queues                                int             // from the tuning profile, not a flag
+	live                                  func(*lab.Live) // from --metrics-listen, not a flag
 }
 
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
@@ -324,6 +353,7 @@ func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: the only address admitted to SSH, e.g. 203.0.113.7/32 (default the campaign's provider.ssh-from)")
 	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
 	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
+	fs.StringVar(&f.agentMetrics, "agent-metrics-listen", "", "ssh and aws providers: the server host's agent serves its host figures at http://ADDR/metrics, ADDR on that host (e.g. its data address and a port)")
 	return &f
 }
 
@@ -334,7 +364,11 @@ func remote(c *sweeps.Campaign) bool {
 // placeHosts brings up the campaign's hosts; nil and an exit code on
 // failure, the error printed.
 func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFlags, who string) (*parts.Placement, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues,
+	if f.agentMetrics != "" && !remote(c) {
+		fmt.Fprintf(os.Stderr, "linerate %s: --agent-metrics-listen: %s runs no agent on a server host (provider %s); --metrics-listen serves this machine's servers\n", who, c.File, c.Provider.Kind)
+		return nil, 2
+	}
+	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, Live: f.live,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
@@ -346,6 +380,13 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, f *remoteFl
 			return nil, 2
 		}
 		opt.SSHFrom = pfx
+	}
+	if f.agentMetrics != "" {
+		if _, _, err := net.SplitHostPort(f.agentMetrics); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate %s: --agent-metrics-listen %q: %v (want HOST:PORT on the server host)\n", who, f.agentMetrics, err)
+			return nil, 2
+		}
+		opt.ServerAgentArgs = []string{"--metrics-listen", f.agentMetrics}
 	}
 	if f.keysEnv {
 		opt.AWS.AccessKeyID, opt.AWS.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")

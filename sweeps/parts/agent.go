@@ -116,6 +116,8 @@ type Agent struct {
 	nextID  int
 	tuner   *Tuner
 	lock    *os.File // held on StateDir while this agent may tune
+
+	metricServers agentServers // what HostMetrics covers (live.go)
 }
 
 func (a *Agent) root() string {
@@ -241,6 +243,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		a.nextID++
 		id := a.nextID
 		a.servers[id] = srv
+		a.noteServer(id, srv)
 		host, port := srv.Addr()
 		info, _ := srv.Info(ctx)
 		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info}}
@@ -259,6 +262,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			return fail(err) // still ours: the cleanup tries again
 		}
 		delete(a.servers, req.Server)
+		a.noteServer(req.Server, nil)
 		return agentReply{}
 	case opSnapshot:
 		pid := 0

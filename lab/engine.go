@@ -19,7 +19,7 @@ import (
 // The raw engine: each worker is one OS thread, optionally pinned, running
 // its own epoll loop over its share of the connections. Everything a worker
 // touches on the hot path is its own; the coordinator reads the workers'
-// state only after they stop (plus two atomic progress counters).
+// state only after they stop (plus its live counters, live.go).
 
 const (
 	recvBufSize    = 8 << 10   // reply headers, value headers and trailers
@@ -144,8 +144,8 @@ type worker struct {
 	abandoned uint64
 	dead      int
 
-	// Progress, read by the coordinator while the run goes on.
-	progOps, progBytes atomic.Uint64
+	// Live counts, read by the coordinator's tick while the run goes on.
+	live liveWorker
 
 	vk *vkState // the valkey-go engine's state; nil for the raw engine
 
@@ -689,11 +689,12 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	if kind != ok {
 		ps.errs[kind]++
 	}
+	sent := r.sentAt
+	if sent == 0 {
+		sent = r.issued
+	}
+	w.live.add(phase, r.op, kind, miss, t-sent)
 	if phase != phMeasure {
-		if phase != phDrain && kind == ok && !miss {
-			w.progOps.Add(1) // progress lines count warmup too, bytes and ops alike
-			w.progBytes.Add(uint64(w.layout.Size))
-		}
 		return
 	}
 	st := &w.measure[r.op]
@@ -715,10 +716,6 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 		st.misses++
 		return
 	}
-	sent := r.sentAt
-	if sent == 0 {
-		sent = r.issued
-	}
 	if recordUs(st.lat, t-sent) {
 		st.clamped++
 	}
@@ -731,8 +728,6 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	st.payload += size
 	st.series[sec].ops++
 	st.series[sec].bytes += size
-	w.progOps.Add(1)
-	w.progBytes.Add(size)
 }
 
 // failAll retires every request in flight with one error kind.

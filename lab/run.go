@@ -25,6 +25,10 @@ type RunOptions struct {
 	// OnPhase is called as warmup, the measured window and the drain begin,
 	// so host metrics can be cut to the window. It must return quickly.
 	OnPhase func(Phase)
+	// Live, when set, gets the run's running totals once a second (the
+	// progress tick) and once more, Final, when the workers have stopped.
+	// It is called off the workers' threads and must return quickly.
+	Live func(*Live)
 }
 
 // RunError carries the exit code that goes with a failed run.
@@ -73,6 +77,13 @@ func Run(ctx context.Context, given Workload, opt RunOptions) (*Result, error) {
 				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
 		}
 	}
+	if w.Prefill {
+		// Refused before a connection is opened for load: a prefill that
+		// cannot fit ends in evictions, OOM errors or a killed server.
+		if err := checkPrefillFits(w, res.Server, hostMemAvailable); err != nil {
+			return fail(StopSetupFailed, err)
+		}
+	}
 	var e *engine
 	if w.Engine == EngineValkeyGo {
 		e, err = newValkeyGoEngine(w)
@@ -83,6 +94,10 @@ func Run(ctx context.Context, given Workload, opt RunOptions) (*Result, error) {
 		return fail(StopSetupFailed, err)
 	}
 	defer e.shutdown()
+	e.onLive = opt.Live
+	if res.Server != nil {
+		e.serverName = res.Server.Name + "-" + res.Server.Version
+	}
 
 	if w.Prefill {
 		if err := e.prefill(ctx, opt.Progress); err != nil {
@@ -182,6 +197,8 @@ type engine struct {
 	// per-connection ranges.
 	prefillRanges func(per int)
 	closers       []func()
+	onLive        func(*Live) // RunOptions.Live; nil: nobody listens
+	serverName    string
 
 	procStart, procEnd threadUsage
 	windowStart        time.Time
@@ -342,15 +359,16 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	s := &schedule{base: time.Now(), prefillMode: true, drainEnd: int64(bound), seconds: 1}
 	e.runWorkers(ctx, s, func(el time.Duration) {
 		if progress != nil {
-			fmt.Fprintf(progress, "prefill %4.0fs  %d/%d keys\n", el.Seconds(), e.progressOps(), w.Keyspace)
+			fmt.Fprintf(progress, "prefill %4.0fs  %d/%d keys\n", el.Seconds(), e.progressOps(phPrefill), w.Keyspace)
 		}
+		e.tickLive(PhasePrefill, false)
 	})
+	e.tickLive(PhasePrefill, false) // its totals, however short it was
 	var errs uint64
 	for _, wk := range e.workers {
 		for k := range wk.phases[phPrefill].errs {
 			errs += wk.phases[phPrefill].errs[k]
 		}
-		wk.progOps.Store(0)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("prefill interrupted")
@@ -371,18 +389,11 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	return nil
 }
 
-func (e *engine) progressOps() (n uint64) {
-	for _, wk := range e.workers {
-		n += wk.progOps.Load()
+// tickLive hands the running totals to RunOptions.Live.
+func (e *engine) tickLive(p Phase, final bool) {
+	if e.onLive != nil {
+		e.onLive(e.live(p, final))
 	}
-	return n
-}
-
-func (e *engine) progressBytes() (n uint64) {
-	for _, wk := range e.workers {
-		n += wk.progBytes.Load()
-	}
-	return n
 }
 
 // measure runs warmup, the window and the drain. onPhase, when set, is
@@ -447,7 +458,16 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(P
 				time.Duration(end).Seconds(), gbps, ops)
 		}
 		lastBytes, lastAt = byt, el
+		switch {
+		case el < time.Duration(warm):
+			e.tickLive(PhaseWarmup, false)
+		case el < time.Duration(end):
+			e.tickLive(PhaseMeasure, false)
+		default:
+			e.tickLive(PhaseDrain, false)
+		}
 	})
+	e.tickLive(PhaseDrain, true)
 	t1.Stop()
 	t2.Stop()
 	finished := time.Now()

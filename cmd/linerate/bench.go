@@ -10,6 +10,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/spf13/pflag"
 )
 
@@ -47,6 +48,8 @@ func runBench(ctx context.Context, args []string) int {
 	lab.BindFlags(fs, &w)
 	jsonOut := fs.String("json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
 	quiet := fs.Bool("quiet", false, "no per-second progress lines")
+	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
+	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
 	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +74,11 @@ func runBench(ctx context.Context, args []string) int {
 			return lab.ExitUsage
 		}
 	}
+	large, _ := fs.GetBool("keyspace-large")
+	if err := lab.CheckKeyspaceHabit(w, large); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
+		return lab.ExitUsage
+	}
 	if w.Password == "" {
 		w.Password = os.Getenv("LINERATE_PASSWORD")
 	}
@@ -85,6 +93,14 @@ func runBench(ctx context.Context, args []string) int {
 			return lab.ExitUsage
 		}
 	}
+	live := metrics.NewLive()
+	msrv, code := startMetrics("bench", *metricsAddr, live)
+	if code != 0 {
+		return code
+	}
+	if msrv != nil {
+		defer msrv.Close()
+	}
 	summary := os.Stdout
 	if *jsonOut == "-" {
 		summary = os.Stderr
@@ -93,6 +109,14 @@ func runBench(ctx context.Context, args []string) int {
 	if !*quiet {
 		opt.Progress = os.Stderr
 	}
+	var toMetrics, toLines func(*lab.Live)
+	if msrv != nil {
+		toMetrics = live.Update
+	}
+	if *liveJSON {
+		toLines = liveLines(os.Stderr)
+	}
+	opt.Live = bothLive(toMetrics, toLines)
 	res, err := lab.Run(ctx, w, opt)
 	var fe *lab.FieldError
 	if res == nil {

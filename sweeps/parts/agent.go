@@ -123,6 +123,8 @@ type Agent struct {
 	// kernel-scope apply on, so the revert reaches it after the
 	// coordinator that named it is gone.
 	kernelNS *os.File
+
+	metricServers agentServers // what HostMetrics covers (live.go)
 }
 
 func (a *Agent) root() string {
@@ -258,6 +260,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		a.nextID++
 		id := a.nextID
 		a.servers[id] = srv
+		a.noteServer(id, srv)
 		host, port := srv.Addr()
 		info, _ := srv.Info(ctx)
 		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info}}
@@ -276,6 +279,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			return fail(err) // still ours: the cleanup tries again
 		}
 		delete(a.servers, req.Server)
+		a.noteServer(req.Server, nil)
 		return agentReply{}
 	case opSnapshot:
 		pid := 0

@@ -330,12 +330,13 @@ func (r *running) Stop(ctx context.Context) error {
 // Bencher runs cells with lab.Run in this process.
 type Bencher struct {
 	RunID func(w lab.Workload) string // optional run IDs
+	Live  func(*lab.Live)             // optional: each tick of the run (lab.RunOptions.Live)
 }
 
 // Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
 // the runner's host snapshots cover exactly the measured window.
 func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark}
+	opt := lab.RunOptions{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}

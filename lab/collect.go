@@ -25,6 +25,10 @@ func (e *engine) collect(res *Result) {
 		window = 0
 	}
 	res.Window = Window{Warmup: w.Warmup, Requested: w.Duration, Measured: Duration(window)}
+	if !e.windowStart.IsZero() {
+		start := e.windowStart.UTC()
+		res.Window.Start = &start
+	}
 	res.Engine.Discard = "msg_trunc"
 	if w.Verify == VerifyFull {
 		res.Engine.Discard = "read"
@@ -39,6 +43,7 @@ func (e *engine) collect(res *Result) {
 	}
 
 	var totalOps, totalPayload uint64
+	secHist := hdr.New(histLowestUs, histHighestUs, histSigFigs) // reused for every second
 	for opi, op := range opNames {
 		if (op == OpGet && w.Ratio.Gets == 0) || (op == OpSet && w.Ratio.Sets == 0) {
 			continue
@@ -74,7 +79,7 @@ func (e *engine) collect(res *Result) {
 				series[i].Errors += s.errors
 			}
 		}
-		// Each second's p99 from the workers' per-second buckets.
+		// Each second's p99 and histogram from the workers' per-second buckets.
 		counts := make([]uint64, latBuckets)
 		for i := range series {
 			clear(counts)
@@ -99,6 +104,10 @@ func (e *engine) collect(res *Result) {
 					series[i].P99 = math.Round(latBucketValue(b))
 					break
 				}
+			}
+			var err error
+			if series[i].Histogram, err = encodeSecond(secHist, counts); err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s second %d: %v", op, i, err))
 			}
 		}
 		// The last second may be partial when the window was cut short.

@@ -31,6 +31,9 @@ Examples:
       --prefill --warmup 5s -d 15s -s 8388608 --key-size 16
   # a short local SET run, record to a file:
   linerate bench -s 8MiB -r 0:100 -c 8 -t 2 -d 5s --json set.json
+  # latency as HdrHistogram files (plot the .hgrm files together at
+  # hdrhistogram.github.io/HdrHistogram/plotFiles.html):
+  linerate bench -p 6379 -s 8MiB -d 10s --hgrm-dir hgrm/
   # the client's own ceiling: run against the built-in sink
   linerate sink -p 7000 -s 8MiB &  linerate bench -p 7000 -s 8MiB --prefill=false
 
@@ -51,6 +54,7 @@ func runBench(ctx context.Context, args []string) int {
 	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
 	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
 	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
+	hgrmDir := fs.String("hgrm-dir", "", "write HdrHistogram files to DIR: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -90,6 +94,12 @@ func runBench(ctx context.Context, args []string) int {
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate bench: --ceiling: %v\n", err)
+			return lab.ExitUsage
+		}
+	}
+	if *hgrmDir != "" {
+		if err := os.MkdirAll(*hgrmDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: --hgrm-dir: %v\n", err)
 			return lab.ExitUsage
 		}
 	}
@@ -136,6 +146,16 @@ func runBench(ctx context.Context, args []string) int {
 		if werr := writeJSON(*jsonOut, res); werr != nil {
 			fmt.Fprintf(os.Stderr, "linerate bench: write record: %v\n", werr)
 			return lab.ExitErrors
+		}
+	}
+	if *hgrmDir != "" {
+		paths, werr := sweeps.WriteHDRFiles(*hgrmDir, res.RunID, res)
+		if werr != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: --hgrm-dir: %v\n", werr)
+			return lab.ExitErrors
+		}
+		if len(paths) > 0 {
+			fmt.Fprintf(summary, "hdr       %s\n", strings.Join(paths, " "))
 		}
 	}
 	if err != nil {

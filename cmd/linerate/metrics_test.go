@@ -140,13 +140,18 @@ func TestMetricsListenRefusesBadAddresses(t *testing.T) {
 	}
 	defer busy.Close()
 	bin := labtest.Binary(t)
+	// A real run and cell, so the address is the only thing wrong.
+	run := filepath.Join(t.TempDir(), "run")
+	if out, err := exec.Command("cp", "-r", "../../runs/sample-local", run).CombinedOutput(); err != nil {
+		t.Fatalf("copy the sample run: %v: %s", err, out)
+	}
 	for _, args := range [][]string{
 		{"bench", "-d", "1s", "--metrics-listen", "nonsense"},
 		{"bench", "-d", "1s", "--metrics-listen", busy.Addr().String()},
 		{"bench", "-d", "1s", "--metrics-listen", "127.0.0.1:70000"},
 		{"agent", "--metrics-listen", "127.0.0.1"},
 		{"sweep", "run", "../../sweeps/campaigns/local.yaml", "--metrics-listen", "nonsense"},
-		{"soak", t.TempDir(), "--cell", "x", "--metrics-listen", "nonsense"},
+		{"soak", run, "--cell", "redis-7.0.15/GET/1MiB/r1", "--metrics-listen", "nonsense"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			cmd := exec.Command(bin, args...)

@@ -53,11 +53,11 @@ func ParseSizeMix(s string) (SizeMix, error) {
 	}
 	t := strings.TrimSpace(s)
 	if lo, hi, isRange := strings.Cut(t, "-"); isRange {
-		a, err := ParseSize(lo)
+		a, err := parseMixSize(lo)
 		if err != nil {
 			return bad("range MIN: %v", err)
 		}
-		b, err := ParseSize(hi)
+		b, err := parseMixSize(hi)
 		if err != nil {
 			return bad("range MAX: %v", err)
 		}
@@ -68,7 +68,7 @@ func ParseSizeMix(s string) (SizeMix, error) {
 		return m, nil
 	}
 	if !strings.Contains(t, ":") && !strings.Contains(t, ",") {
-		one, err := ParseSize(t)
+		one, err := parseMixSize(t)
 		if err != nil {
 			return bad("%v", err)
 		}
@@ -87,7 +87,7 @@ func ParseSizeMix(s string) (SizeMix, error) {
 		if !ok {
 			return bad("part %d %s: want SIZE:WEIGHT", i+1, quoteShort(part))
 		}
-		size, err := ParseSize(sz)
+		size, err := parseMixSize(sz)
 		if err != nil {
 			return bad("part %d %s: %v", i+1, quoteShort(part), err)
 		}
@@ -104,6 +104,19 @@ func ParseSizeMix(s string) (SizeMix, error) {
 		return bad("%v", err)
 	}
 	return m, nil
+}
+
+// maxSizeText is how long a size's text may be before its error quotes
+// only a cut of it (ParseSize quotes what it refuses whole). What ParseSize
+// accepts is accepted however long it is: one size reads as it always did.
+const maxSizeText = 40
+
+func parseMixSize(s string) (Size, error) {
+	v, err := ParseSize(s)
+	if err != nil && len(s) > maxSizeText {
+		return 0, fmt.Errorf("size %s: use %s", quoteShort(s), SizeForms)
+	}
+	return v, err
 }
 
 func (m SizeMix) validate() error {
@@ -325,15 +338,15 @@ func mix64(x uint64) uint64 {
 
 // keyPoint is key's point in [0, 2^64): a Weyl sequence over the keys
 // started at an offset drawn from the seed. Keys 0..N-1 fall into any
-// interval of [0, 2^64) in proportion to its length within a few keys
+// interval of [0, 2^64) in proportion to its length within 2 + ln N keys
 // (low discrepancy), so a mix's shares hold even over 10 keys, unlike a
 // hash, whose shares wander by sqrt(N).
 func keyPoint(seed uint64, key uint32) uint64 { return mix64(seed) + uint64(key)*golden }
 
 // SizeFor is key's value size under seed: a pure function, the same in
 // every process, with no allocation (the engine calls it per request).
-// Weighted sizes: over keys 0..N-1 each size's share of keys follows its
-// weight to within a few keys. Range: log-uniform between Lo and Hi,
+// Weighted sizes: over keys 0..N-1 each size has N·weight/total keys
+// within 2 + ln N. Range: log-uniform between Lo and Hi,
 // rounded to the nearest multiple of 2^(k-7) for a size of k bits (7
 // significant bits: steps of 1/128 to 1/64 of the size, e.g. 16 KiB steps
 // between 1 and 2 MiB; below 128 B every byte count), clamped to [Lo, Hi].

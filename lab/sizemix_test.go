@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 const (
@@ -167,21 +166,6 @@ func TestSizeMixJSON(t *testing.T) {
 	}
 }
 
-// chiSquare is Pearson's statistic of observed counts against expected
-// probabilities, and the statistic's 0.99 quantile for len-1 degrees of
-// freedom: above it, the counts do not follow the probabilities (p < 0.01).
-func chiSquare(observed []int, prob []float64) (stat, bound float64) {
-	n := 0
-	for _, o := range observed {
-		n += o
-	}
-	for i, o := range observed {
-		e := prob[i] * float64(n)
-		stat += (float64(o) - e) * (float64(o) - e) / e
-	}
-	return stat, distuv.ChiSquared{K: float64(len(observed) - 1)}.Quantile(0.99)
-}
-
 const manyKeys = 100_000
 
 // Over 100,000 keys each size's share of keys follows its weight.
@@ -208,11 +192,40 @@ func TestSizeForSharesFollowTheWeights(t *testing.T) {
 			for i, p := range m.Parts {
 				prob[i] = float64(p.Weight) / total
 			}
-			if stat, bound := chiSquare(counts, prob); !(stat <= bound) {
+			if stat, bound := labtest.ChiSquare(counts, prob); !(stat <= bound) {
 				t.Errorf("%s seed %d: counts %v, chi-square %.2f above %.2f", mix, seed, counts, stat, bound)
 			}
 			if mean := sum / manyKeys; math.Abs(mean-m.Mean()) > 0.01*m.Mean() {
 				t.Errorf("%s seed %d: keys' mean size %.0f, mix mean %.0f", mix, seed, mean, m.Mean())
+			}
+		}
+	}
+}
+
+// The shares hold over every prefix of the keyspace, not only on average:
+// over keys 0..N-1 each size has N·weight/total keys within 2 + ln N (the
+// Weyl sequence's low discrepancy; random draws would wander by sqrt N,
+// about 150 keys at N = 100,000).
+func TestSizeForSharesHoldOverSmallKeyspaces(t *testing.T) {
+	for _, mix := range []string{"1MiB:60,16MiB:30,64MiB:10", "1KiB:1,1MiB:1000", "1B:13,2B:29,3B:58"} {
+		m := mustMix(t, mix)
+		var total float64
+		for _, p := range m.Parts {
+			total += float64(p.Weight)
+		}
+		for _, seed := range []uint64{0, 1, 1234567} {
+			counts := make([]int, len(m.Parts))
+			for key := range uint32(manyKeys) {
+				s := m.SizeFor(seed, key)
+				n := float64(key + 1)
+				for i, p := range m.Parts {
+					if p.Size == s {
+						counts[i]++
+					}
+					if d := math.Abs(float64(counts[i]) - n*float64(p.Weight)/total); d > 2+math.Log(n) {
+						t.Fatalf("%s seed %d: over %0.f keys %v has %d, %.1f from its share", mix, seed, n, p.Size, counts[i], d)
+					}
+				}
 			}
 		}
 	}
@@ -262,7 +275,7 @@ func TestSizeForRangeIsLogUniform(t *testing.T) {
 			}
 			counts[i]++
 		}
-		if stat, bound := chiSquare(counts, prob); !(stat <= bound) {
+		if stat, bound := labtest.ChiSquare(counts, prob); !(stat <= bound) {
 			t.Errorf("seed %d: counts %v, chi-square %.2f above %.2f", seed, counts, stat, bound)
 		}
 		if mean := sum / manyKeys; math.Abs(mean-m.Mean()) > 0.01*m.Mean() {

@@ -14,6 +14,10 @@
 //   - stop == true: the schedule has no request number sent (it would fall
 //     at or after the end): send nothing more.
 //
+// Only the request number decides stop: a sender still behind at the end
+// is told its remaining requests are due (they were meant before the end);
+// whether to send them is the engine's call (its deadline, its queue bound).
+//
 // A sender that falls behind gets wait == 0 until it has caught up: the
 // schedule never drifts, because request n's intended time is computed
 // from n, not from when the request before it went out. Intended(n) is
@@ -21,12 +25,13 @@
 // omission corrected) and counts a request late when it went out more
 // than lab.LateAfter after it.
 //
-// A Schedule is built from a constant rate (Constant) or a ramp of steps
-// (Steps), with constant spacing or poisson arrivals (exponential gaps
+// A Schedule is built from a constant rate (Constant, or FromRate for a
+// lab.Rate) or a ramp of steps (Steps, or FromRamp for a lab.Ramp), with constant spacing or poisson arrivals (exponential gaps
 // drawn from a seed; request n's gap is a function of (seed, n) alone).
 // Share splits one schedule over workers, so that together they send
 // exactly what it offers. A Schedule is not safe for concurrent use: give
 // each worker its own Share. Pace, Intended and Step do not allocate.
+// ClosedLoop is the pacer that never waits: closed-loop load.
 //
 // # The knee
 //

@@ -15,6 +15,13 @@ type Pacer interface {
 	Pace(elapsed time.Duration, sent uint64) (wait time.Duration, stop bool)
 }
 
+// ClosedLoop is the pacer of closed-loop load: it never waits and never
+// stops, so each connection sends its next request when its last reply
+// ends, and the run's duration ends the load.
+type ClosedLoop struct{}
+
+func (ClosedLoop) Pace(time.Duration, uint64) (time.Duration, bool) { return 0, false }
+
 // MaxLength bounds a schedule: a warmup and a window of lab.MaxDuration
 // each. At lab.MaxRate that is under 2^41 requests, so every request
 // number and count below is exact in a float64.
@@ -66,6 +73,25 @@ func Steps(rates []float64, step time.Duration, arrival lab.Arrival, seed uint64
 		return nil, fmt.Errorf("%d steps of %s: use steps of more than 0 and at most %s in all", len(rates), step, MaxLength)
 	}
 	return build(append([]float64(nil), rates...), step, arrival, seed)
+}
+
+// FromRate is Constant at --rate r, a bit rate converted with the value
+// size mix's mean (lab.SizeMix.Mean), for length.
+func FromRate(r lab.Rate, meanValueBytes float64, length time.Duration, arrival lab.Arrival, seed uint64) (*Schedule, error) {
+	ops, err := r.OpsPerSec(meanValueBytes) // its error names r
+	if err != nil {
+		return nil, err
+	}
+	return Constant(ops, length, arrival, seed)
+}
+
+// FromRamp is Steps at --ramp r's step rates (lab.Ramp.StepRates).
+func FromRamp(r lab.Ramp, meanValueBytes float64, arrival lab.Arrival, seed uint64) (*Schedule, error) {
+	rates, err := r.StepRates(meanValueBytes)
+	if err != nil {
+		return nil, fmt.Errorf("ramp %s: %w", r, err)
+	}
+	return Steps(rates, r.Step.D(), arrival, seed)
 }
 
 func build(rates []float64, step time.Duration, arrival lab.Arrival, seed uint64) (*Schedule, error) {

@@ -400,3 +400,37 @@ func TestScheduleBounds(t *testing.T) {
 		t.Errorf("request 1 at %s after the caller's slice changed", at)
 	}
 }
+
+// The lab units build the schedule they describe: a bit rate becomes
+// requests with the mix's mean size, a ramp its steps.
+func TestFromLabUnits(t *testing.T) {
+	mix, _ := lab.ParseSizeMix("1MiB:1,3MiB:1") // mean 2 MiB
+	rate, _ := lab.ParseRate("16Gbps")
+	s, err := pace.FromRate(rate, mix.Mean(), time.Second, lab.ArrivalConstant, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 16e9 / 8 / (2 << 20); s.Rate(0) != want || s.End() != time.Second {
+		t.Errorf("16Gbps of 2 MiB values: %v requests/s for %s, want %v for 1s", s.Rate(0), s.End(), want)
+	}
+	ramp, _ := lab.ParseRamp("1Gbps:4Gbps:4:2s")
+	r, err := pace.FromRamp(ramp, 1e6, lab.ArrivalPoisson, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{125, 250, 375, 500} {
+		if r.Rate(i) != want {
+			t.Errorf("step %d: %v requests/s, want %v", i, r.Rate(i), want)
+		}
+	}
+	if r.Steps() != 4 || r.End() != 8*time.Second {
+		t.Errorf("%d steps, end %s", r.Steps(), r.End())
+	}
+	slow, _ := lab.ParseRate("1kbps")
+	if _, err := pace.FromRate(slow, float64(64<<20), time.Second, "", 0); err == nil || !strings.Contains(err.Error(), "1kbps with values of 64MiB on average") {
+		t.Errorf("1kbps of 64 MiB values: %v", err)
+	}
+	if wait, stop := (pace.ClosedLoop{}).Pace(time.Hour, math.MaxUint64); wait != 0 || stop {
+		t.Errorf("closed loop: %s, %v", wait, stop)
+	}
+}

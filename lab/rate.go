@@ -20,9 +20,9 @@ type Rate struct {
 }
 
 // Bounds on a rate. MinRate is one request per 100 s: slower is no load to
-// measure. MaxRate is far above what one client sends (the raw engine
-// peaks near a million small requests a second) and keeps every schedule's
-// arithmetic exact (request counts stay far below 2^53). MaxBitRate is
+// measure. MaxRate, ten million requests a second, is far above what one
+// client host sends and keeps every schedule's arithmetic exact (request
+// counts stay far below 2^53). MaxBitRate is
 // 10 Tbit/s, above any NIC of today (800 Gbit/s).
 const (
 	MinRate    = 0.01

@@ -382,7 +382,7 @@ type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
 	keysEnv, yes, sshFromWide             bool
 	agentMetrics                          string
-	queues                                int             // from the tuning profile, not a flag
+	queues                                int // from the tuning profile, not a flag
 	tuningRoot                            string
 	live                                  func(*lab.Live) // from --metrics-listen, not a flag
 }

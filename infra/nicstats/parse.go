@@ -10,7 +10,7 @@ import (
 
 // MaxCounters bounds what one interface may report. ETHTOOL_GSTRINGS has
 // no limit of its own; 32768 is far above any driver (ENA with 32 queues
-// lists about 1,500) and what the ethtool library reads at most.
+// lists about 1,100) and what the ethtool library reads at most.
 const MaxCounters = 32768
 
 // ParseEthtoolS reads the text of `ethtool -S IFNAME`: a "NIC statistics:"

@@ -17,8 +17,10 @@
 // /proc/<pid> (proc.go), the host name, kernel release, boot time and
 // interface drivers (host.go), which gopsutil takes from the running
 // kernel rather than from a root. Host metrics sample every 500 ms during a
-// cell; BenchmarkSnapshot measures the chosen readers against the
-// hand-written ones they replaced.
+// cell, so cost was measured (BenchmarkSnapshot in sweeps/hostmetrics, one
+// snapshot with the readers here against the hand-written ones they
+// replaced): on the 2-vCPU VM both take about 0.2 ms, within a tenth of
+// each other, nearly all of it reading each thread's stat and comm.
 //
 // # CPU lists
 //

@@ -169,6 +169,10 @@ func (f FS) ThreadCPUs(pid int) ([]ThreadCPUs, error) {
 		}
 		t, err := parseStatus(fh)
 		fh.Close()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			continue // it ended while being read
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read thread %d of %d: %w", tid, pid, err)
 		}

@@ -180,7 +180,7 @@ func (w Workload) Validate() error {
 		return bad("-d/--duration", "%s with %d threads keeps %d MiB of per-second latency series; keep threads x seconds at most %d (shorten -d or lower -t)",
 			w.Duration, w.Threads, w.Threads*secs/512, MaxThreadSeconds)
 	}
-	if err := w.CPUList.validate(); err != nil {
+	if err := w.CPUList.Validate(); err != nil {
 		return bad("--cpu-list", "%v", err)
 	}
 	if err := w.Ratio.validate(); err != nil {

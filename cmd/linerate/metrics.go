@@ -133,7 +133,7 @@ func startRunMetrics(who, addr string) (*runMetrics, int) {
 		return nil, 0
 	}
 	m := &runMetrics{live: metrics.NewLive(), servers: &localServers{}}
-	host := &metrics.Host{FS: hostmetrics.FS{Root: "/"}, Servers: m.servers.running}
+	host := &metrics.Host{FS: hostmetrics.Sampler{}, Servers: m.servers.running}
 	srv, code := startMetrics(who, addr, m.live, host)
 	if srv == nil {
 		return nil, code

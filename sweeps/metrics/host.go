@@ -36,7 +36,7 @@ type HostServer struct {
 // Host is a prometheus.Collector of a host's sampler figures: every CPU,
 // every interface and each server's threads and faults.
 type Host struct {
-	FS hostmetrics.FS
+	FS hostmetrics.Sampler
 	// Servers lists the servers running now; nil: the host only.
 	Servers func() []HostServer
 }

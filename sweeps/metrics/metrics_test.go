@@ -172,7 +172,7 @@ func TestHostExposition(t *testing.T) {
 		x = x*31 + 7
 	}
 	spin = x
-	h := &metrics.Host{FS: hostmetrics.FS{Root: "/"}, Servers: func() []metrics.HostServer {
+	h := &metrics.Host{FS: hostmetrics.Sampler{}, Servers: func() []metrics.HostServer {
 		return []metrics.HostServer{{Name: "self", PID: pid}, {Name: "gone", PID: 1 << 30}}
 	}}
 	fams := scrape(t, listen(t, h))
@@ -211,7 +211,7 @@ func TestHostExposition(t *testing.T) {
 func TestNamesAreWhatIsExported(t *testing.T) {
 	live := metrics.NewLive()
 	live.Update(tick())
-	fams := scrape(t, listen(t, live, &metrics.Host{FS: hostmetrics.FS{Root: "/"},
+	fams := scrape(t, listen(t, live, &metrics.Host{FS: hostmetrics.Sampler{},
 		Servers: func() []metrics.HostServer { return []metrics.HostServer{{Name: "self", PID: os.Getpid()}} }}))
 	seen := map[string]bool{}
 	for name, f := range fams {

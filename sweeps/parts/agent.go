@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 	"github.com/linerate/linerate/tuning"
@@ -290,7 +291,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			}
 			pid = srv.PID()
 		}
-		s, err := hostmetrics.FS{Root: a.root()}.Snapshot(pid)
+		s, err := hostmetrics.Sampler{Kernel: kernel.FS{Root: a.root()}}.Snapshot(pid)
 		if err != nil {
 			return fail(err)
 		}

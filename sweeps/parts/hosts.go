@@ -180,7 +180,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		for i := range hosts {
 			hosts[i].MinorFaultCost = cost
 		}
-		return &Placement{Servers: starter, Resolver: starter, Bencher: b, Sampler: hostmetrics.FS{Root: "/"},
+		return &Placement{Servers: starter, Resolver: starter, Bencher: b, Sampler: hostmetrics.Sampler{},
 			Hosts: hosts, FaultCost: cost, Tuner: localTuner, Down: down}
 	}
 	switch c.Provider.Kind {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
@@ -92,7 +93,7 @@ func (s *agentServers) list() []metrics.HostServer {
 // HostMetrics is the agent's host figures for --metrics-listen: this
 // host's CPUs and interfaces, and the servers the agent runs now.
 func (a *Agent) HostMetrics() *metrics.Host {
-	return &metrics.Host{FS: hostmetrics.FS{Root: a.root()}, Servers: a.metricServers.list}
+	return &metrics.Host{FS: hostmetrics.Sampler{Kernel: kernel.FS{Root: a.root()}}, Servers: a.metricServers.list}
 }
 
 // noteServer adds (srv non-nil) or removes a server from the metrics.

@@ -95,7 +95,7 @@ func TestRealCampaign(t *testing.T) {
 	st := &Starter{}
 	p := plan(t, spec(bin), nil)
 	dir := t.TempDir()
-	run := runAll(t, p, dir, &Placement{Servers: st, Bencher: Bencher{}, Sampler: hostmetrics.FS{Root: "/"}}, nil)
+	run := runAll(t, p, dir, &Placement{Servers: st, Bencher: Bencher{}, Sampler: hostmetrics.Sampler{}}, nil)
 	for _, rec := range run.Sorted() {
 		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
 			t.Fatalf("%s: incomplete record", rec.CellID)
@@ -192,7 +192,7 @@ func TestRealServerKilledMidCell(t *testing.T) {
 	defer store.Close()
 	ts := &trackingStarter{Starter: &Starter{}}
 	kb := &killingBench{kill: 2, pid: func() int { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.pid }}
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: ts, Bench: kb, Sampler: hostmetrics.FS{Root: "/"}}
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: ts, Bench: kb, Sampler: hostmetrics.Sampler{}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // Kind is a server family. Valkey and Redis share their flags; KeyDB and
@@ -82,10 +84,8 @@ func (s ServerSettings) Validate() error {
 	if s.IOThreads < 0 || s.IOThreads > 128 {
 		return fmt.Errorf("server settings io_threads: %d out of range 0-128", s.IOThreads)
 	}
-	if s.CPUs != "" {
-		if _, err := ParseCPUList(s.CPUs); err != nil {
-			return fmt.Errorf("server settings cpus: %w", err)
-		}
+	if _, err := s.PinCPUs(); err != nil {
+		return fmt.Errorf("server settings cpus: %w", err)
 	}
 	for _, e := range s.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
@@ -99,6 +99,19 @@ func (s ServerSettings) Validate() error {
 		return fmt.Errorf("server settings version: %q is not a dotted version like 9.1.2", s.Version)
 	}
 	return nil
+}
+
+// PinCPUs is the CPU list the server is pinned to; nil when CPUs is unset.
+// A list that names no CPU is refused: it would pin to nothing.
+func (s ServerSettings) PinCPUs() (kernel.CPUList, error) {
+	if s.CPUs == "" {
+		return nil, nil
+	}
+	l, err := kernel.ParseCPUList(s.CPUs)
+	if err == nil && len(l) == 0 {
+		err = fmt.Errorf("cpu list %q: empty", s.CPUs)
+	}
+	return l, err
 }
 
 func validKind(k Kind) bool {

@@ -160,7 +160,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	{"--cpu-list", true, func(w *Workload) string { return errMsg(w.CPUList.validate()) }},
+	{"--cpu-list", true, func(w *Workload) string { return errMsg(w.CPUList.Validate()) }},
 	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
 	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
 	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.validate()) }},

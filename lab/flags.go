@@ -32,6 +32,9 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.VarP(&w.Ratio, "ratio", "r", "operation mix: "+RatioForms)
 	w.KeyDist = def.KeyDist
 	fs.Var(&w.KeyDist, "key-dist", "key distribution: "+KeyDistForms)
+	// Not a workload field: an acknowledgement the CLI reads back with
+	// fs.GetBool (CheckKeyspaceHabit); Args sends it when it is needed.
+	fs.Bool("keyspace-large", false, fmt.Sprintf("allow -n above %d with values of %s or more (-n is distinct keys, not a request count)", LargeKeyspace, LargeKeyspaceValue))
 	fs.BoolVar(&w.Prefill, "prefill", false, "write every key once before the run and check DBSIZE (GET runs need it for a 100% hit rate)")
 	fs.Var(&w.Warmup, "warmup", "load before measuring, not recorded (e.g. 5s; at most "+fmtDur(MaxDuration)+")")
 	w.Duration = def.Duration
@@ -71,6 +74,11 @@ func (w Workload) Args() []string {
 	}
 	if w.Prefill {
 		a = append(a, "--prefill")
+	}
+	// A campaign's keyspace was asked for by name, not typed as -n out of
+	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).
+	if CheckKeyspaceHabit(w, false) != nil {
+		a = append(a, "--keyspace-large")
 	}
 	return a
 }

@@ -105,6 +105,9 @@ type Window struct {
 	Warmup    Duration `json:"warmup"`
 	Requested Duration `json:"requested"`
 	Measured  Duration `json:"measured"`
+	// Start is when the measured window opened (this host's clock); absent
+	// in records written before linerate kept it.
+	Start *time.Time `json:"start,omitempty"`
 }
 
 // Phase names a part of the run.
@@ -176,6 +179,11 @@ type SecondSample struct {
 	// P99 is the second's p99 latency in microseconds, within ±5% (a
 	// 256-bucket log histogram per second); absent when nothing completed.
 	P99 float64 `json:"p99_us,omitempty"`
+	// Histogram is the second's latencies as an HDR V2 compressed histogram
+	// (base64, microseconds, the window histogram's geometry), rebuilt from
+	// the same buckets as P99: values within ±4.4%, counts exact. Absent
+	// when nothing completed, and in records written before linerate kept it.
+	Histogram string `json:"histogram,omitempty"`
 }
 
 // ErrorKind classifies a failed request. Failed requests never count as

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // Size is a byte count that parses both unit families: "8MiB" is 8388608,
@@ -146,95 +148,17 @@ func (r *Ratio) Set(v string) error {
 
 func (r *Ratio) Type() string { return "GET:SET" }
 
-// CPUList is a Linux cpu list such as "4-19" or "0,2,4-7".
-type CPUList []int
+// CPUList is a Linux CPU list such as "4-19" or "0,2,4-7", kept in the
+// order written: infra/kernel's one CPU-list type (rules in its package doc).
+type CPUList = kernel.CPUList
 
-// MaxCPUs bounds CPU numbers: 8192 is the most CPUs a Linux kernel can be
-// built for (x86 MAXSMP), so a higher number is a typo. The bound also
-// keeps reading a list short: at most MaxCPUs numbers, however it is written.
-const MaxCPUs = 8192
+// MaxCPUs bounds CPU numbers (kernel.MaxCPUs: 8192, the most CPUs a Linux
+// kernel can be built for).
+const MaxCPUs = kernel.MaxCPUs
 
 // CPUListForms is the help text for CPUList.
-const CPUListForms = "a Linux CPU list such as 4-19 or 0,2,4-7 (CPUs 0-8191)"
+const CPUListForms = kernel.CPUListForms
 
-// ParseCPUList reads a Linux cpu list, keeping its order. Duplicates are
-// refused: a worker mapping that silently doubles up on a core would skew
-// every figure.
-func ParseCPUList(s string) (CPUList, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	var out CPUList
-	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number; use %s", s, part, CPUListForms)
-		}
-		b := a
-		if isRange {
-			b, err = strconv.Atoi(strings.TrimSpace(hi))
-			if err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q; use %s", s, part, CPUListForms)
-			}
-		}
-		// Checked before the loop: it is what bounds the loop.
-		if b >= MaxCPUs {
-			return nil, fmt.Errorf("cpu list %q: CPU %d is above %d, the highest CPU number Linux has", s, b, MaxCPUs-1)
-		}
-		for c := a; c <= b; c++ {
-			if seen[c] {
-				return nil, fmt.Errorf("cpu list %q names CPU %d twice", s, c)
-			}
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// validate checks a list built in code (not parsed) as ParseCPUList would.
-func (l CPUList) validate() error {
-	seen := map[int]bool{}
-	for _, c := range l {
-		if c < 0 || c >= MaxCPUs || seen[c] {
-			return fmt.Errorf("%s: want distinct CPUs 0-%d", l, MaxCPUs-1)
-		}
-		seen[c] = true
-	}
-	return nil
-}
-
-// String prints the list compactly, folding runs into ranges.
-func (l CPUList) String() string {
-	var b strings.Builder
-	for i := 0; i < len(l); {
-		j := i
-		for j+1 < len(l) && l[j+1] == l[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if j > i {
-			fmt.Fprintf(&b, "%d-%d", l[i], l[j])
-		} else {
-			fmt.Fprintf(&b, "%d", l[i])
-		}
-		i = j + 1
-	}
-	return b.String()
-}
-
-func (l *CPUList) Set(v string) error {
-	p, err := ParseCPUList(v)
-	if err != nil {
-		return err
-	}
-	*l = p
-	return nil
-}
-
-func (l *CPUList) Type() string { return "cpus" }
+// ParseCPUList reads a Linux CPU list, keeping its order; a CPU named twice
+// is refused (kernel.ParseCPUList).
+func ParseCPUList(s string) (CPUList, error) { return kernel.ParseCPUList(s) }

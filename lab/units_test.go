@@ -123,6 +123,19 @@ func TestArgsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.Resolve(), w) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got.Resolve(), w)
 	}
+	// A keyspace that CheckKeyspaceHabit would refuse from a typed -n is
+	// sent with its acknowledgement, so the remote bench runs it.
+	big := w
+	big.Keyspace, big.KeySize = 200_000, 16
+	var bigGot Workload
+	fs = pflag.NewFlagSet("z", pflag.ContinueOnError)
+	BindFlags(fs, &bigGot)
+	if err := fs.Parse(big.Args()); err != nil {
+		t.Fatal(err)
+	}
+	if large, _ := fs.GetBool("keyspace-large"); CheckKeyspaceHabit(bigGot.Resolve(), large) != nil || bigGot.Keyspace != 200_000 {
+		t.Errorf("a large campaign keyspace does not pass: %+v", bigGot)
+	}
 	// A campaign that names no thread count sends none: the bench host
 	// picks its own default, and the flags must still parse.
 	w.Threads = 0

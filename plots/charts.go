@@ -90,19 +90,39 @@ type Bar struct {
 	Group string // legend entry; bars of a group share a colour
 }
 
-// Metric names for charts and tables.
+// Metric names for charts and tables (sweeps.Metrics).
 const (
-	MetricGbps = sweeps.MetricGbps
-	MetricP99  = sweeps.MetricP99
+	MetricGbps           = sweeps.MetricGbps
+	MetricP95            = sweeps.MetricP95
+	MetricP99            = sweeps.MetricP99
+	MetricP999           = sweeps.MetricP999
+	MetricServerCPUPerGB = sweeps.MetricServerCPUPerGB
 )
 
-// Charts describes every chart of a campaign: per group Gbps and p99 vs
-// value size, one soak chart pair per soak record, one CPU chart per cell
-// that has thread metrics.
+// sizeMetrics are the value-size charts' and tables' metrics of a group, in
+// order: Gbps, the campaign's latency percentiles, and server CPU per GB
+// when any of the group's cells has server thread metrics.
+func sizeMetrics(c *Campaign, g *Group) []string {
+	ms := append([]string{MetricGbps}, c.percentiles()...)
+	for _, s := range g.Series {
+		for _, p := range s.Points {
+			if len(p.values(MetricServerCPUPerGB)) > 0 {
+				return append(ms, MetricServerCPUPerGB)
+			}
+		}
+	}
+	return ms
+}
+
+// Charts describes every chart of a campaign: per group Gbps, each latency
+// percentile and server CPU per GB vs value size, one soak chart pair per
+// soak record, one CPU chart per cell that has thread metrics.
 func Charts(c *Campaign) []*Chart {
 	var out []*Chart
 	for _, g := range c.Groups {
-		out = append(out, sizeChart(c, g, MetricGbps), sizeChart(c, g, MetricP99))
+		for _, m := range sizeMetrics(c, g) {
+			out = append(out, sizeChart(c, g, m))
+		}
 	}
 	for _, s := range c.Soaks {
 		out = append(out, soakCharts(c, s)...)
@@ -128,11 +148,16 @@ func fileSafe(s string) string {
 func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	setup := c.Setup()
 	ch := &Chart{Kind: "size", Name: fileSafe(g.Name) + "-" + metric, XLabel: "value size (log2 scale)", Width: 8, Height: 5}
+	latency := sweeps.LatencyPercentile(metric) > 0
 	what := "bandwidth delivered"
 	ch.YLabel = "payload Gbps"
-	if metric == MetricP99 {
-		what = "p99 latency"
-		ch.YLabel = "p99 latency"
+	switch {
+	case latency:
+		what = metric + " latency"
+		ch.YLabel = metric + " latency"
+	case metric == MetricServerCPUPerGB:
+		what = "server CPU per GB moved"
+		ch.YLabel = "server CPU-seconds per GB"
 	}
 	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
 	ch.Caption = setup.Caption()
@@ -174,11 +199,12 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 				what = s.Version + "/" + g.Name + "@" + p.Size.String()
 			}
 			switch {
-			case p.OnlyLimited():
+			case len(vs) > 0 && p.OnlyLimited():
 				ch.Marks = append(ch.Marks, Mark{Kind: MarkClientLimited, Color: s.Color, X: x, Y: y, What: what})
+			case len(vs) > 0:
 			case len(p.Failed) > 0 && !p.HasValue():
 				floors = append(floors, floor{MarkFailed, s.Color, x + nudge(si), what})
-			case !p.HasValue():
+			default: // never stored, or stored without this figure
 				floors = append(floors, floor{MarkMissing, s.Color, x + nudge(si), what})
 			}
 		}
@@ -187,7 +213,13 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	if math.IsInf(lo, 1) { // nothing measured at all: an empty frame, marks on the floor
 		lo, hi = 1, 10
 	}
-	if metric == MetricP99 && lo > 0 && hi/lo >= 10 {
+	if metric == MetricGbps && c.LinkGbps > 0 {
+		ch.Refs = append(ch.Refs, Ref{Label: fmt.Sprintf("link ceiling %s Gbps", formatGbps(c.LinkGbps)), Y: c.LinkGbps, Color: -1, Dashed: true})
+	}
+	for _, r := range ch.Refs {
+		hi = math.Max(hi, r.Y)
+	}
+	if latency && lo > 0 && hi/lo >= 10 {
 		ch.YLog = true
 		ch.YMin, ch.YMax = niceFloor(lo/1.5), hi*1.5
 		ch.YTicks = logTicks(ch.YMin, ch.YMax, tickLatency)
@@ -196,7 +228,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 		if ch.YMax <= 0 {
 			ch.YMax = 1
 		}
-		if metric == MetricP99 {
+		if latency {
 			ch.YTicks = linearTicks(0, ch.YMax, tickLatency)
 		} else {
 			ch.YTicks = linearTicks(0, ch.YMax, trimFloat)
@@ -222,6 +254,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	}
 	if kinds[MarkFailed] || kinds[MarkMissing] {
 		note += " Marks on the floor: failed or never measured (a gap in the line)."
+	}
+	if metric == MetricServerCPUPerGB {
+		note += " Server CPU: every server thread's CPU seconds over the measured window (host metrics) per GB of payload moved."
 	}
 	ch.Caption = append(ch.Caption, note)
 	return ch

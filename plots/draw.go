@@ -206,6 +206,9 @@ func drawChart(ch *Chart, canvas vg.Canvas, w, h vg.Length) (err error) {
 	plotArea := area
 	plotArea.Max.X -= legW
 	plotArea.Min.X += vg.Points(6) // gonum sets tick labels flush with the edge
+	if ch.Bars == nil && ch.XTicks != nil {
+		p.X.Tick.Marker = constTicks(staggerLabels(p, plotArea, ch.XTicks))
+	}
 	p.Draw(plotArea)
 	legArea := area
 	legArea.Min.X = plotArea.Max.X + vg.Points(4)
@@ -458,16 +461,6 @@ func bandRuns(rs []Range) [][]Range {
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
-	}
-	return out
-}
-
-type constTicks []Tick
-
-func (t constTicks) Ticks(min, max float64) []plot.Tick {
-	var out []plot.Tick
-	for _, x := range t {
-		out = append(out, plot.Tick{Value: x.Value, Label: x.Label})
 	}
 	return out
 }

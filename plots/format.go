@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
 )
 
 // sizeLabel prints a value size as the study does, with a space: 8 MiB, 12 MB.
@@ -47,6 +48,37 @@ func formatLatency(ms float64) string {
 		return fmt.Sprintf("%.2g µs", ms*1000)
 	}
 	return "0"
+}
+
+// formatCPUPerGB prints CPU-seconds per GB with two significant digits.
+func formatCPUPerGB(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
+}
+
+// formatFigure prints a metric's figure as the tables do.
+func formatFigure(metric string, v float64) string {
+	switch {
+	case metric == MetricGbps:
+		return formatGbps(v)
+	case metric == MetricServerCPUPerGB:
+		return formatCPUPerGB(v)
+	case sweeps.LatencyPercentile(metric) > 0:
+		return formatLatency(v)
+	}
+	return trimFloat(v)
+}
+
+// cellText is one record's figure for the report's cell list; "–" when
+// the record does not hold it.
+func cellText(r *sweeps.CellRecord, metric string) string {
+	v, ok := sweeps.CellFigure(r, metric)
+	if !ok {
+		return cellMissing
+	}
+	return formatFigure(metric, v)
 }
 
 // tickLatency is formatLatency for axis ticks: no trailing noise.

@@ -42,6 +42,13 @@ type Campaign struct {
 	Groups   []*Group
 	Soaks    []*sweeps.SoakRecord
 	Problems []string
+	// Percentiles are the latency percentiles charted and tabulated beside
+	// Gbps (sweeps.MetricP95, MetricP99, MetricP999); nil means
+	// DefaultPercentiles. ParsePercentiles reads a flag's list.
+	Percentiles []string
+	// LinkGbps is the link's measured ceiling; when set, every Gbps chart
+	// draws it as a reference line. Nothing measures it yet.
+	LinkGbps float64
 }
 
 // StoredPlan is the part of plan.json the charts need.
@@ -78,40 +85,38 @@ type Series struct {
 type Point struct {
 	Size lab.Size
 	Key  string
-	// Clean repetitions' figures: done and not client-limited, as compare
-	// counts them. Gbps is summed over the cell's ops, p99 (ms) the worst op's.
-	Gbps, P99 []float64
-	// Client-limited repetitions: the client ran out, not the server.
-	LimitedGbps, LimitedP99 []float64
-	Failed                  []*sweeps.CellRecord
-	Cells                   []*sweeps.CellRecord // every stored repetition
-	Planned                 int                  // repetitions in the plan; 0 without a plan
-	Missing                 int                  // planned repetitions with no record
+	// Clean repetitions: done and not client-limited, as compare counts them.
+	Clean []*sweeps.CellRecord
+	// Limited repetitions: done, but the client ran out, not the server.
+	Limited []*sweeps.CellRecord
+	Failed  []*sweeps.CellRecord
+	Cells   []*sweeps.CellRecord // every stored repetition
+	Planned int                  // repetitions in the plan; 0 without a plan
+	Missing int                  // planned repetitions with no record
 }
 
-// HasValue says whether the point has any measured figure.
-func (p *Point) HasValue() bool { return len(p.Gbps) > 0 || len(p.LimitedGbps) > 0 }
+// HasValue says whether the point has any measured repetition.
+func (p *Point) HasValue() bool { return len(p.Clean) > 0 || len(p.Limited) > 0 }
 
 // OnlyLimited says whether every measured repetition was client-limited.
-func (p *Point) OnlyLimited() bool { return len(p.Gbps) == 0 && len(p.LimitedGbps) > 0 }
+func (p *Point) OnlyLimited() bool { return len(p.Clean) == 0 && len(p.Limited) > 0 }
 
-// Absent says whether the point has no stored repetition at all.
-func (p *Point) Absent() bool { return len(p.Cells) == 0 }
-
-// values returns the figures a point is drawn with: the clean repetitions,
-// or, when all were client-limited, those (drawn flagged).
+// values returns a metric's figures (sweeps.CellFigure) the point is drawn
+// with: the clean repetitions', or, when all were client-limited, those
+// (drawn flagged). Repetitions whose record lacks the figure (server CPU
+// without host metrics) are left out, so it may be empty.
 func (p *Point) values(metric string) []float64 {
-	switch metric {
-	case sweeps.MetricP99:
-		if len(p.P99) > 0 {
-			return p.P99
+	recs := p.Clean
+	if len(recs) == 0 {
+		recs = p.Limited
+	}
+	var out []float64
+	for _, r := range recs {
+		if v, ok := sweeps.CellFigure(r, metric); ok {
+			out = append(out, v)
 		}
-		return p.LimitedP99
 	}
-	if len(p.Gbps) > 0 {
-		return p.Gbps
-	}
-	return p.LimitedGbps
+	return out
 }
 
 // Load reads a run directory. A directory with no readable cell is an
@@ -281,11 +286,9 @@ func (c *Campaign) build() {
 		case r.Status != sweeps.StatusDone || r.Result == nil:
 			p.Failed = append(p.Failed, r)
 		case r.ClientLimited:
-			p.LimitedGbps = append(p.LimitedGbps, gbpsOf(r.Result))
-			p.LimitedP99 = append(p.LimitedP99, p99Of(r.Result))
+			p.Limited = append(p.Limited, r)
 		default:
-			p.Gbps = append(p.Gbps, gbpsOf(r.Result))
-			p.P99 = append(p.P99, p99Of(r.Result))
+			p.Clean = append(p.Clean, r)
 		}
 	}
 	for gname, g := range groups {
@@ -345,9 +348,38 @@ func opRank(op string) int {
 	return 2
 }
 
-// gbpsOf and p99Of are the figures compare uses.
-func gbpsOf(r *lab.Result) float64 { return sweeps.Figure(r, sweeps.MetricGbps) }
-func p99Of(r *lab.Result) float64  { return sweeps.Figure(r, sweeps.MetricP99) }
+// DefaultPercentiles are the latency percentiles charted and tabulated
+// when Campaign.Percentiles is nil.
+var DefaultPercentiles = []string{sweeps.MetricP99, sweeps.MetricP999}
+
+// percentiles is the campaign's latency metrics.
+func (c *Campaign) percentiles() []string {
+	if c.Percentiles == nil {
+		return DefaultPercentiles
+	}
+	return c.Percentiles
+}
+
+// ParsePercentiles reads a --percentiles list such as "p95,p99,p99.9".
+func ParsePercentiles(s string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		switch {
+		case f == "":
+		case sweeps.LatencyPercentile(f) == 0:
+			return nil, fmt.Errorf("percentile %q: use p95, p99 or p99.9", f)
+		case !seen[f]:
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("percentiles %q: name at least one of p95, p99, p99.9", s)
+	}
+	return out, nil
+}
 
 // naturalLess orders strings with digit runs compared as numbers, so
 // valkey-9.1.0 sorts after valkey-8.1.8 and 10.0 after 9.1.

@@ -48,9 +48,9 @@ type reportFailure struct {
 }
 
 type reportCell struct {
-	CellID, Status, Gbps, P99, Limit, Detail string
-	ClientLimited                            bool
-	Drifts                                   int // tuning drifts found just before the cell
+	CellID, Status, Gbps, P99, P999, CPUPerGB, Limit, Detail string
+	ClientLimited                                            bool
+	Drifts                                                   int // tuning drifts found just before the cell
 }
 
 type reportDrift struct {
@@ -152,10 +152,8 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 		}
 	}
 	for _, r := range c.Run.Sorted() {
-		rc := reportCell{CellID: r.CellID, Status: string(r.Status), Gbps: "–", P99: "–", ClientLimited: r.ClientLimited}
-		if r.Result != nil {
-			rc.Gbps, rc.P99 = formatGbps(gbpsOf(r.Result)), formatLatency(p99Of(r.Result))
-		}
+		rc := reportCell{CellID: r.CellID, Status: string(r.Status), ClientLimited: r.ClientLimited,
+			Gbps: cellText(r, MetricGbps), P99: cellText(r, MetricP99), P999: cellText(r, MetricP999), CPUPerGB: cellText(r, MetricServerCPUPerGB)}
 		if r.Limit != nil {
 			rc.Limit, rc.Detail = string(r.Limit.Kind), r.Limit.Detail
 		}

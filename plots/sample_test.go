@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 )
@@ -33,14 +34,27 @@ func TestCommittedSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w.Charts) != 4 || len(w.Files) != 5 { // GET and SET, Gbps and p99, and tables.md
+	// GET and SET: Gbps, p99, p99.9 and server CPU per GB; and tables.md.
+	if len(w.Charts) != 8 || len(w.Files) != 9 {
 		t.Errorf("wrote %d charts, files %v", len(w.Charts), w.Files)
+	}
+	for _, ch := range w.Charts {
+		for _, l := range ch.Lines {
+			if n := len(l.Points); n != 4 || math.IsNaN(l.Points[0].Y) || math.IsNaN(l.Points[n-1].Y) {
+				t.Errorf("%s: %s has points %v, want 1 to 64 MiB measured", ch.Name, l.Label, l.Points)
+			}
+		}
+	}
+	for _, v := range []string{"GET: latency, p99.9", "SET: server CPU per GB moved"} {
+		if !strings.Contains(md.String(), v) {
+			t.Errorf("tables lack %q", v)
+		}
 	}
 	var html bytes.Buffer
 	if err := WriteReport(&html, c, ReportOptions{Kinds: []string{"size"}}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(html.String(), "<img") < 4 {
+	if strings.Count(html.String(), "<img") < 8 {
 		t.Errorf("report has %d images", strings.Count(html.String(), "<img"))
 	}
 }

@@ -3,6 +3,7 @@ package plots
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/linerate/linerate/sweeps"
@@ -45,8 +46,10 @@ const (
 	cellFailed  = "failed"
 )
 
-// Tables builds the Gbps and p99 tables of every group, with the marks of
-// sweeps.Compare against the campaign's first version that has results.
+// Tables builds the tables of every group, one per metric of its charts
+// (Gbps, the latency percentiles, server CPU per GB when measured), with
+// the marks of sweeps.Compare against the campaign's first version that has
+// results.
 func Tables(c *Campaign) *TableSet {
 	ts := &TableSet{Campaign: c.Name, Setup: c.Setup(), Alpha: 0.05}
 	marks := map[string]map[[2]string]string{} // metric -> (version, key) -> mark
@@ -56,8 +59,18 @@ func Tables(c *Campaign) *TableSet {
 			break
 		}
 	}
+	metrics := map[*Group][]string{}
+	var all []string
+	for _, g := range c.Groups {
+		metrics[g] = sizeMetrics(c, g)
+		for _, m := range metrics[g] {
+			if !slices.Contains(all, m) {
+				all = append(all, m)
+			}
+		}
+	}
 	if ts.Baseline != "" {
-		for _, m := range []string{MetricGbps, MetricP99} {
+		for _, m := range all {
 			cmp, err := sweeps.Compare([]*sweeps.Run{c.Run}, sweeps.CompareOptions{Metric: m, Baseline: ts.Baseline, Alpha: ts.Alpha})
 			if err != nil { // one version only: tables without marks
 				continue
@@ -71,11 +84,8 @@ func Tables(c *Campaign) *TableSet {
 	limited, failed, missing, anyMark := false, false, false, false
 	for _, g := range c.Groups {
 		tg := TableGroup{Name: g.Name, Description: groupDescription(c, g)}
-		for _, m := range []string{MetricGbps, MetricP99} {
-			t := Table{Group: g.Name, Heading: g.Name + ": bandwidth delivered, Gbps"}
-			if m == MetricP99 {
-				t.Heading = g.Name + ": latency, p99"
-			}
+		for _, m := range metrics[g] {
+			t := Table{Group: g.Name, Heading: g.Name + ": " + tableHeading(m)}
 			t.Columns = append(t.Columns, "Value size")
 			for _, s := range g.Series {
 				t.Columns = append(t.Columns, s.Version)
@@ -86,13 +96,11 @@ func Tables(c *Campaign) *TableSet {
 					p := s.Points[i]
 					var cell string
 					switch {
+					case p.HasValue() && len(p.values(m)) == 0: // stored without this figure
+						cell = cellMissing
+						missing = true
 					case p.HasValue():
-						v := median(p.values(m))
-						if m == MetricP99 {
-							cell = formatLatency(v)
-						} else {
-							cell = formatGbps(v)
-						}
+						cell = formatFigure(m, median(p.values(m)))
 						if p.OnlyLimited() {
 							cell += " (c)"
 							limited = true
@@ -132,9 +140,20 @@ func Tables(c *Campaign) *TableSet {
 		ts.Notes = append(ts.Notes, cellFailed+": every stored attempt failed (reasons in the report).")
 	}
 	if missing {
-		ts.Notes = append(ts.Notes, cellMissing+": not measured (no record in the run directory).")
+		ts.Notes = append(ts.Notes, cellMissing+": not measured (no record in the run directory, or a record without that figure).")
 	}
 	return ts
+}
+
+// tableHeading names a metric's table after the group name.
+func tableHeading(metric string) string {
+	switch {
+	case metric == MetricGbps:
+		return "bandwidth delivered, Gbps"
+	case metric == MetricServerCPUPerGB:
+		return "server CPU per GB moved, CPU-seconds"
+	}
+	return "latency, " + metric
 }
 
 func hasResults(c *Campaign, version string) bool {

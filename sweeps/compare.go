@@ -3,25 +3,16 @@ package sweeps
 import (
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps/stats"
-)
-
-// Metrics Compare can compare.
-const (
-	MetricGbps = "gbps" // payload Gbps, all ops of the cell; higher is better
-	MetricOps  = "ops"  // operations per second; higher is better
-	MetricP99  = "p99"  // p99 latency in ms, worst op of the cell; lower is better
 )
 
 // CompareOptions choose what Compare reports.
 type CompareOptions struct {
-	Metric   string  // gbps (default), ops or p99
+	Metric   string  // one of Metrics; default gbps
 	Baseline string  // within one run: the version segment to compare against (default: the first in plan order)
 	Alpha    float64 // significance level (default 0.05, as seed 003)
 }
@@ -56,6 +47,9 @@ type Side struct {
 	// limit: they measured the client, not the server.
 	ClientLimited int `json:"client_limited"`
 	Failed        int `json:"failed"`
+	// Unmeasured counts done repetitions whose record lacks the figure
+	// (server CPU per GB without host metrics, a latency with no request).
+	Unmeasured int `json:"unmeasured,omitempty"`
 }
 
 // Compare compares versions within one run (one argument) or the same
@@ -64,10 +58,8 @@ func Compare(runs []*Run, opt CompareOptions) (*Comparison, error) {
 	if opt.Metric == "" {
 		opt.Metric = MetricGbps
 	}
-	switch opt.Metric {
-	case MetricGbps, MetricOps, MetricP99:
-	default:
-		return nil, fmt.Errorf("metric %q: use gbps, ops or p99", opt.Metric)
+	if _, ok := MetricByName(opt.Metric); !ok {
+		return nil, fmt.Errorf("metric %q: use %s", opt.Metric, MetricNames())
 	}
 	if opt.Alpha <= 0 || opt.Alpha >= 1 {
 		opt.Alpha = 0.05
@@ -173,35 +165,25 @@ func side(label string, recs []*CellRecord, metric string) Side {
 		case r.ClientLimited:
 			s.ClientLimited++
 		default:
-			s.Values = append(s.Values, Figure(r.Result, metric))
+			if v, ok := CellFigure(r, metric); ok {
+				s.Values = append(s.Values, v)
+			} else {
+				s.Unmeasured++
+			}
 		}
 	}
 	s.Stats = stats.Describe(s.Values)
 	return s
 }
 
-// Figure reads a result's figure as compare and the charts use it: Gbps
-// and ops summed over the result's ops, p99 the worst op's, in
-// milliseconds.
-func Figure(res *lab.Result, metric string) float64 {
-	var v float64
-	for _, o := range res.Ops {
-		switch metric {
-		case MetricGbps:
-			v += o.Gbps
-		case MetricOps:
-			v += o.OpsPerSec
-		case MetricP99:
-			v = math.Max(v, o.Latency.P99/1000)
-		}
-	}
-	return v
-}
-
 // WriteComparison prints a comparison as a table.
 func WriteComparison(out io.Writer, c *Comparison) error {
 	var b strings.Builder
-	unit := map[string]string{MetricGbps: "payload Gbps, higher is better", MetricOps: "ops/s, higher is better", MetricP99: "p99 ms, lower is better"}[c.Metric]
+	m, _ := MetricByName(c.Metric)
+	unit := m.Unit + ", lower is better"
+	if m.Higher {
+		unit = m.Unit + ", higher is better"
+	}
 	if c.Mode == "versions" {
 		fmt.Fprintf(&b, "%s (%s) against %s; Welch's t-test, alpha %g\n", c.Metric, unit, c.A, c.Alpha)
 	} else {
@@ -227,7 +209,7 @@ func WriteComparison(out io.Writer, c *Comparison) error {
 	tw.Flush()
 	fmt.Fprintf(&b, "sig: *** p<0.001, ** p<0.01, * p<%g, ns not significant, n/a fewer than two repetitions a side\n", c.Alpha)
 	if flagged {
-		b.WriteString("n: done repetitions; +Nc: client-limited repetitions left out (they measured the client), +Nf: failed\n")
+		b.WriteString("n: done repetitions; +Nc: client-limited repetitions left out (they measured the client), +Nf: failed, +Nu: done but without this figure\n")
 	}
 	for _, p := range c.Problems {
 		fmt.Fprintf(&b, "unreadable: %s\n", p)
@@ -268,6 +250,10 @@ func count(s Side, flagged *bool) string {
 	}
 	if s.Failed > 0 {
 		out += fmt.Sprintf("+%df", s.Failed)
+		*flagged = true
+	}
+	if s.Unmeasured > 0 {
+		out += fmt.Sprintf("+%du", s.Unmeasured)
 		*flagged = true
 	}
 	return out

@@ -1,15 +1,11 @@
 package sweeps
 
 import (
-	"bufio"
-	"bytes"
-	"github.com/linerate/linerate/lab"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab"
 )
 
 // Build identifies the linerate binary that ran a campaign.
@@ -57,59 +53,22 @@ type NICFact struct {
 // root ("/" here). Unreadable facts stay empty: a record with a gap beats no
 // record.
 func LocalHostFacts(root, role string) HostFacts {
-	read := func(p ...string) string {
-		b, _ := os.ReadFile(filepath.Join(append([]string{root}, p...)...))
-		return strings.TrimSpace(string(b))
+	k := kernel.FS{Root: root}
+	h := HostFacts{Role: role}
+	h.Hostname, _ = k.Hostname()
+	h.Kernel, _ = k.KernelRelease()
+	if ci, err := k.CPUInfo(); err == nil {
+		h.CPUModel, h.CPUs = ci.Model, ci.CPUs
 	}
-	h := HostFacts{Role: role,
-		Hostname: read("proc", "sys", "kernel", "hostname"),
-		Kernel:   read("proc", "sys", "kernel", "osrelease"),
-	}
-	h.CPUModel, h.CPUs = parseCPUInfo([]byte(read("proc", "cpuinfo")))
-	netDir := filepath.Join(root, "sys", "class", "net")
-	ents, _ := os.ReadDir(netDir)
-	for _, e := range ents {
-		n := NICFact{Name: e.Name()}
-		if l, err := os.Readlink(filepath.Join(netDir, e.Name(), "device", "driver")); err == nil {
-			n.Driver = filepath.Base(l)
-		}
-		if s, err := strconv.Atoi(read("sys", "class", "net", e.Name(), "speed")); err == nil && s > 0 {
-			n.SpeedMbps = &s
+	ifs, _ := k.Interfaces()
+	for _, i := range ifs {
+		n := NICFact{Name: i.Name, Driver: i.Driver}
+		if i.SpeedMbps > 0 {
+			n.SpeedMbps = &i.SpeedMbps
 		}
 		h.NICs = append(h.NICs, n)
 	}
-	sort.Slice(h.NICs, func(i, j int) bool { return h.NICs[i].Name < h.NICs[j].Name })
 	return h
-}
-
-// parseCPUInfo returns the CPU model and the count of processors. arm64
-// kernels name no model; their "CPU part" is kept instead.
-func parseCPUInfo(b []byte) (string, int) {
-	model, part, n := "", "", 0
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		switch k {
-		case "processor":
-			n++
-		case "model name", "Model":
-			if model == "" {
-				model = v
-			}
-		case "CPU part":
-			if part == "" {
-				part = "CPU part " + v
-			}
-		}
-	}
-	if model == "" {
-		model = part
-	}
-	return model, n
 }
 
 // mergeEarlier folds an earlier session's record into e: servers keep

@@ -138,7 +138,7 @@ func fakeResult(w lab.Workload, gbps float64) *lab.Result {
 		Window: lab.Window{Measured: w.Duration, Requested: w.Duration},
 		Ops:    map[lab.Op]*lab.OpResult{}, Stop: lab.Stop{Reason: lab.StopCompleted}}
 	for _, op := range w.Ops() {
-		r.Ops[op] = &lab.OpResult{Ops: 100, Gbps: gbps, Latency: lab.LatencySummary{P99: 1500}}
+		r.Ops[op] = &lab.OpResult{Ops: 100, Gbps: gbps, Latency: lab.LatencySummary{Count: 100, P99: 1500}}
 	}
 	return r
 }

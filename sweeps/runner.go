@@ -46,7 +46,7 @@ type Bencher interface {
 	Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error)
 }
 
-// Sampler snapshots a host; hostmetrics.FS is the real one.
+// Sampler snapshots a host; hostmetrics.Sampler is the real one.
 type Sampler interface {
 	Snapshot(pid int) (*hostmetrics.Snapshot, error)
 }

@@ -24,6 +24,7 @@ import (
 //	env.json        the environment record
 //	cells/*.json    one CellRecord per cell (ID with / as _)
 //	soak/*.json     soak reruns of single cells
+//	hgrm/           HdrHistogram files of cells and soaks (WriteHDRFiles)
 //	logs/           server and runner logs
 //	lock            flock'd by the runner; holds its PID
 const (
@@ -32,6 +33,7 @@ const (
 	EnvFile      = "env.json"
 	CellsDir     = "cells"
 	SoakDir      = "soak"
+	HgrmDir      = "hgrm"
 	LogsDir      = "logs"
 	LockFile     = "lock"
 )
@@ -146,7 +148,7 @@ type Store struct {
 // OpenStore creates (or reopens, to resume) a run directory and takes its
 // lock. A second runner on the same directory gets a *LockedError.
 func OpenStore(dir string) (*Store, error) {
-	for _, d := range []string{dir, filepath.Join(dir, CellsDir), filepath.Join(dir, LogsDir), filepath.Join(dir, SoakDir)} {
+	for _, d := range []string{dir, filepath.Join(dir, CellsDir), filepath.Join(dir, LogsDir), filepath.Join(dir, SoakDir), filepath.Join(dir, HgrmDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create run directory: %w", err)
 		}
@@ -190,7 +192,7 @@ func (s *Store) Close() error {
 // removeTemps deletes temp files a killed writer left; only the lock holder
 // may, since a live writer's temp file looks the same.
 func (s *Store) removeTemps() {
-	for _, d := range []string{s.Dir, filepath.Join(s.Dir, CellsDir), filepath.Join(s.Dir, SoakDir)} {
+	for _, d := range []string{s.Dir, filepath.Join(s.Dir, CellsDir), filepath.Join(s.Dir, SoakDir), filepath.Join(s.Dir, HgrmDir)} {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			if isTemp(e.Name()) {
@@ -282,15 +284,66 @@ func (s *Store) WriteEnv(e *Environment) error {
 	return writeJSON(p, e)
 }
 
-// WriteCell stores one cell's record, replacing an earlier attempt.
+// WriteCell stores one cell's record, replacing an earlier attempt, and
+// its HdrHistogram files in hgrm/ (named as the record, .json replaced by
+// .OP.hgrm and .OP.hlog).
 func (s *Store) WriteCell(r *CellRecord) error {
 	r.Schema = CellSchema
-	return writeJSON(filepath.Join(s.Dir, CellsDir, CellFileName(r.CellID)), r)
+	name := CellFileName(r.CellID)
+	if err := writeJSON(filepath.Join(s.Dir, CellsDir, name), r); err != nil {
+		return err
+	}
+	_, err := WriteHDRFiles(filepath.Join(s.Dir, HgrmDir), strings.TrimSuffix(name, ".json"), r.Result)
+	return err
 }
 
-// WriteSoak stores a soak rerun beside the campaign.
+// WriteSoak stores a soak rerun beside the campaign; a *SoakRecord's
+// HdrHistogram files go to hgrm/soak_NAME.OP.hgrm and .hlog.
 func (s *Store) WriteSoak(name string, v any) error {
-	return writeJSON(filepath.Join(s.Dir, SoakDir, name+".json"), v)
+	if err := writeJSON(filepath.Join(s.Dir, SoakDir, name+".json"), v); err != nil {
+		return err
+	}
+	if rec, ok := v.(*SoakRecord); ok {
+		_, err := WriteHDRFiles(filepath.Join(s.Dir, HgrmDir), SoakDir+"_"+name, rec.Result)
+		return err
+	}
+	return nil
+}
+
+// WriteHDRFiles writes a record's HdrHistogram files (lab.HDRFiles) as
+// DIR/BASE.OP.hgrm and DIR/BASE.OP.hlog, atomically, and removes files of
+// that base the record no longer has (a redone cell that failed). It
+// returns the paths written; a nil record writes nothing.
+func WriteHDRFiles(dir, base string, r *lab.Result) ([]string, error) {
+	var files []lab.HDRFile
+	if r != nil {
+		var err error
+		if files, err = lab.HDRFiles(r); err != nil {
+			return nil, fmt.Errorf("hdr files of %s: %w", base, err)
+		}
+	}
+	written := map[string]bool{}
+	var paths []string
+	for _, f := range files {
+		p := filepath.Join(dir, base+"."+f.Name)
+		if err := WriteFileAtomic(p, f.Data); err != nil {
+			return paths, err
+		}
+		written[p] = true
+		paths = append(paths, p)
+	}
+	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+		for _, ext := range []string{lab.HgrmExt, lab.HlogExt} {
+			p := filepath.Join(dir, base+"."+string(op)+ext)
+			if written[p] {
+				continue
+			}
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return paths, fmt.Errorf("remove stale %s: %w", p, err)
+			}
+		}
+	}
+	return paths, nil
 }
 
 // LogDir is where servers and the runner write their logs.

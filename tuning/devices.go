@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // Channels is a NIC's queue counts as ETHTOOL_GCHANNELS reports them: the
@@ -83,7 +85,7 @@ type Host struct {
 // whose /proc and /sys are mounted elsewhere), the ethtool ioctl, systemctl
 // and the kernel's interface addresses.
 func NewLiveHost(root string) Host {
-	fsys := NewDirFS(root)
+	fsys := kernel.FS{Root: root}
 	return Host{
 		FS:        fsys,
 		Channels:  EthtoolChannels{},

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"net/netip"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // FixtureDir is where a fixture tree keeps the host state that is not a file
@@ -22,7 +24,7 @@ const FixtureDir = "/_fixture"
 // _fixture/addresses ("<if> <addr>" per line). Missing files mean "the driver
 // has no channel operations", "no such unit" and "no addresses".
 func NewFixtureHost(root string) Host {
-	fsys := NewDirFS(root)
+	fsys := kernel.FS{Root: root}
 	fx := fixtureDevices{fs: fsys}
 	return Host{FS: fsys, Channels: fx, Services: fx, Addresses: fx}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -151,12 +152,12 @@ func (p Profile) Validate() error {
 			return fieldErr("allow_overlap", "%q: want irq+server, irq+client or server+client", a)
 		}
 	}
-	sets := map[string]CPUSet{}
+	sets := map[string]kernel.CPUList{}
 	for _, f := range []struct{ name, v string }{
 		{"irq_cpus", p.IRQCPUs}, {"server_cpus", p.ServerCPUs}, {"client_cpus", p.ClientCPUs},
 		{"irqbalance_banned_cpus", p.IrqbalanceBannedCPUs},
 	} {
-		s, err := ParseCPUSet(f.v)
+		s, err := parseCPUSet(f.v)
 		if err != nil {
 			return fieldErr(f.name, "%v", err)
 		}
@@ -190,10 +191,10 @@ func (p Profile) allowed(pair string) bool {
 }
 
 // checkOverlaps refuses sets that share CPUs unless the profile allows it.
-func (p Profile) checkOverlaps(irq, server, client CPUSet) error {
+func (p Profile) checkOverlaps(irq, server, client kernel.CPUList) error {
 	for _, c := range []struct {
 		pair, a, b string
-		x, y       CPUSet
+		x, y       kernel.CPUList
 	}{
 		{OverlapIRQServer, "irq_cpus", "server_cpus", irq, server},
 		{OverlapIRQClient, "irq_cpus", "client_cpus", irq, client},

@@ -28,6 +28,8 @@ func TestProfileValidate(t *testing.T) {
 		{Profile{NIC: "e", IRQCPUs: "0-x"}, "irq_cpus"},
 		{Profile{NIC: "e", ServerCPUs: "3-1"}, "server_cpus"},
 		{Profile{NIC: "e", ClientCPUs: ","}, "client_cpus"},
+		{Profile{NIC: "e", IRQCPUs: "0-3,2"}, "irq_cpus"}, // a CPU twice (merged before the lists became one)
+		{Profile{NIC: "e", ServerCPUs: "0-9223372036854775807"}, "server_cpus"},
 		{Profile{NIC: "e", IRQCPUs: "0-3", ClientCPUs: "2-5"}, "client_cpus"},
 		{Profile{NIC: "e", IRQCPUs: "0-3", ClientCPUs: "2-5", AllowOverlap: []string{"client+irq"}}, ""},
 		{Profile{NIC: "e", AllowOverlap: []string{"irq+nic"}}, "allow_overlap"},

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // IrqbalanceUnit is the systemd unit tuning starts and stops.
@@ -107,19 +109,19 @@ type Desired struct {
 	Irqbalance string `json:"irqbalance"`
 	// IrqbalanceBanned and IrqbalanceBanIRQs go into irqbalance's config
 	// when it runs: CPUs it must leave alone and the IRQs pinned here.
-	IrqbalanceBanned  CPUSet `json:"irqbalance_banned_cpus,omitempty"`
-	IrqbalanceBanIRQs []int  `json:"irqbalance_ban_irqs,omitempty"`
+	IrqbalanceBanned  kernel.CPUList `json:"irqbalance_banned_cpus,omitempty"`
+	IrqbalanceBanIRQs []int          `json:"irqbalance_ban_irqs,omitempty"`
 	// Queues is nil when the queue count is left as it is.
-	Queues     *QueueCounts `json:"queues,omitempty"`
-	IRQCPUs    CPUSet       `json:"irq_cpus"`
-	IRQSpread  string       `json:"irq_spread"`
-	IRQs       []IRQPin     `json:"irqs"`
-	ServerCPUs CPUSet       `json:"server_cpus"`
-	ClientCPUs CPUSet       `json:"client_cpus"`
+	Queues     *QueueCounts   `json:"queues,omitempty"`
+	IRQCPUs    kernel.CPUList `json:"irq_cpus"`
+	IRQSpread  string         `json:"irq_spread"`
+	IRQs       []IRQPin       `json:"irqs"`
+	ServerCPUs kernel.CPUList `json:"server_cpus"`
+	ClientCPUs kernel.CPUList `json:"client_cpus"`
 	// ReservedCPUs are SMT siblings of IRQ CPUs, kept idle so the server
 	// never shares a core with interrupt work.
-	ReservedCPUs CPUSet   `json:"reserved_cpus,omitempty"`
-	Sysctls      []Sysctl `json:"sysctls,omitempty"`
+	ReservedCPUs kernel.CPUList `json:"reserved_cpus,omitempty"`
+	Sysctls      []Sysctl       `json:"sysctls,omitempty"`
 	// Derived says, per field the profile left out, how its value was chosen.
 	Derived map[string]string `json:"derived,omitempty"`
 	Notes   []string          `json:"notes,omitempty"`
@@ -127,10 +129,10 @@ type Desired struct {
 
 // IRQPin is where one IRQ should run.
 type IRQPin struct {
-	IRQ   int    `json:"irq"`
-	Name  string `json:"name"`
-	Queue int    `json:"queue"`
-	CPUs  CPUSet `json:"cpus"`
+	IRQ   int            `json:"irq"`
+	Name  string         `json:"name"`
+	Queue int            `json:"queue"`
+	CPUs  kernel.CPUList `json:"cpus"`
 }
 
 // Sysctl is one setting under /proc/sys.
@@ -148,12 +150,12 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 	}
 	t := f.Topology
 	d := Desired{NIC: f.NIC.Name, Derived: map[string]string{}}
-	explicit := map[string]CPUSet{}
+	explicit := map[string]kernel.CPUList{}
 	for _, e := range []struct{ name, v string }{
 		{"irq_cpus", p.IRQCPUs}, {"server_cpus", p.ServerCPUs}, {"client_cpus", p.ClientCPUs},
 		{"irqbalance_banned_cpus", p.IrqbalanceBannedCPUs},
 	} {
-		s, _ := ParseCPUSet(e.v) // Validate parsed it
+		s, _ := parseCPUSet(e.v) // Validate parsed it
 		if beyond := s.Minus(t.CPUs); len(beyond) > 0 {
 			return d, fieldErr(e.name, "CPUs %s are beyond this host (online CPUs: %s)", beyond, t.CPUs)
 		}
@@ -275,8 +277,8 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		}
 		return out
 	}
-	cpusOf := func(cs []Core) CPUSet {
-		var s CPUSet
+	cpusOf := func(cs []Core) kernel.CPUList {
+		var s kernel.CPUList
 		for _, c := range cs {
 			s = s.Union(c.CPUs)
 		}
@@ -351,7 +353,7 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		}
 		cpus := d.IRQCPUs
 		if d.IRQSpread == SpreadRoundRobin {
-			cpus = CPUSet{d.IRQCPUs[pos%len(d.IRQCPUs)]}
+			cpus = kernel.CPUList{d.IRQCPUs[pos%len(d.IRQCPUs)]}
 		}
 		d.IRQs = append(d.IRQs, IRQPin{IRQ: irq.Num, Name: irq.Name, Queue: irq.Queue, CPUs: cpus})
 	}
@@ -422,7 +424,7 @@ func checkQueues(q QueueCounts, ch Channels, nic string) error {
 	return nil
 }
 
-func orNone(s CPUSet) string {
+func orNone(s kernel.CPUList) string {
 	if len(s) == 0 {
 		return "none"
 	}

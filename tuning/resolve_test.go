@@ -46,6 +46,9 @@ func TestDerivedDefaults(t *testing.T) {
 			"0-7", "8-35", "36-63", "", "combined 8", "41>0-7 42>0-7", "stopped"},
 		{"graviton queues kept, IRQs given", "graviton", Profile{NIC: "ens50", IRQCPUs: "60-63", ServerCPUs: "0-15"},
 			"60-63", "0-15", "16-59", "", "combined 4", "41>60 42>61 43>62 44>63", "stopped"},
+		// A profile's lists are sets: queue i's IRQ goes to the i-th lowest CPU.
+		{"graviton lists in any order", "graviton", Profile{NIC: "ens50", IRQCPUs: "63,60-62", ServerCPUs: "8-15,0-7"},
+			"60-63", "0-15", "16-59", "", "combined 4", "41>60 42>61 43>62 44>63", "stopped"},
 		// x86: IRQs on whole cores of the NIC's node (1), their siblings
 		// kept idle, server and client on the rest of node 1.
 		{"x86 all derived", "x86", Profile{NIC: "enp175s0f0"},

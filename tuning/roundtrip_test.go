@@ -5,10 +5,14 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // TestRoundTrip runs plan, apply, verify and revert on a copy of each
@@ -232,6 +236,27 @@ func TestRevertRefusesOtherVersion(t *testing.T) {
 	h, _ := fixtureHost(t, "vm")
 	if err := Revert(bg, h, Snapshot{Version: 99}); err == nil || !strings.Contains(err.Error(), "version 99") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// Snapshots written before the CPU lists became one kept them as list
+// text ("0-1"); they still read, and revert what they recorded.
+func TestSnapshotWithListText(t *testing.T) {
+	h, root := fixtureHost(t, "vm")
+	old := `{"version":1,"taken":"2026-01-01T00:00:00Z","profile":{"nic":"eth0"},"state":{"nic":"eth0",` +
+		`"irqs":[{"irq":38,"name":"virtio2-input.0","cpus":"0-1"}]}}`
+	var snap Snapshot
+	if err := json.Unmarshal([]byte(old), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.State.IRQs[0].CPUs; !got.Equal(kernel.MustCPUList("0-1")) {
+		t.Fatalf("IRQ 38's CPUs read as %v", got)
+	}
+	if err := Revert(bg, h, snap); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "proc/irq/38/smp_affinity_list")); err != nil || strings.TrimSpace(string(b)) != "0-1" {
+		t.Errorf("IRQ 38 after revert: %q, %v", b, err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // Scope is which of a host's settings one Host tunes. A machine (or VM)
@@ -48,8 +50,8 @@ func ParseScope(s string) (Scope, error) {
 // in the machine's own namespace; "" reaches them where the caller is).
 func (h Host) WithScope(s Scope, netns string) Host {
 	h.Scope = s
-	if d, ok := h.FS.(DirFS); ok && s == ScopeKernel && netns != "" {
-		h.FS = kernelNetFS{DirFS: d, netns: netns}
+	if d, ok := h.FS.(kernel.FS); ok && s == ScopeKernel && netns != "" {
+		h.FS = kernelNetFS{FS: d, netns: netns}
 	}
 	return h
 }
@@ -109,27 +111,27 @@ func narrow(h Host, d Desired) Desired {
 	return d
 }
 
-// kernelNetFS is a DirFS for a process inside a network namespace that
+// kernelNetFS is a kernel.FS for a process inside a network namespace that
 // tunes for the whole kernel: the net.* sysctls this namespace does not
 // have to itself are read and written in the machine's own namespace.
 type kernelNetFS struct {
-	DirFS
+	kernel.FS
 	netns string
 }
 
 func (k kernelNetFS) outside(name string) bool {
 	p := path.Clean("/" + name)
-	return strings.HasPrefix(p, "/proc/sys/net/") && !perNamespacePath(k.DirFS, p)
+	return strings.HasPrefix(p, "/proc/sys/net/") && !perNamespacePath(k.FS, p)
 }
 
 // ReadFile reads name, in the machine's namespace when it is kernel-wide.
 func (k kernelNetFS) ReadFile(name string) ([]byte, error) {
 	if !k.outside(name) {
-		return k.DirFS.ReadFile(name)
+		return k.FS.ReadFile(name)
 	}
 	var b []byte
 	err := inNetns(k.netns, func() (err error) {
-		b, err = k.DirFS.ReadFile(name)
+		b, err = k.FS.ReadFile(name)
 		return err
 	})
 	return b, err
@@ -138,7 +140,7 @@ func (k kernelNetFS) ReadFile(name string) ([]byte, error) {
 // WriteFile writes name, in the machine's namespace when it is kernel-wide.
 func (k kernelNetFS) WriteFile(name string, data []byte) error {
 	if !k.outside(name) {
-		return k.DirFS.WriteFile(name, data)
+		return k.FS.WriteFile(name, data)
 	}
-	return inNetns(k.netns, func() error { return k.DirFS.WriteFile(name, data) })
+	return inNetns(k.netns, func() error { return k.FS.WriteFile(name, data) })
 }

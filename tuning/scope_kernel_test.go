@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // bumpLast adds d to the last number of a sysctl value ("4096 131072
@@ -31,7 +33,7 @@ func bumpLast(t *testing.T, v string, d int) string {
 func TestPerNamespaceMatchesTheKernel(t *testing.T) {
 	needRoot(t)
 	ns := "/run/netns/" + vethNetns(t)
-	live := NewDirFS("/")
+	live := kernel.FS{Root: "/"}
 	in := func(f func() error) {
 		t.Helper()
 		if err := inNetns(ns, f); err != nil {
@@ -92,7 +94,7 @@ func TestScopeKernelSetsKernelWideNetSysctlsOnTheMachine(t *testing.T) {
 	needRoot(t)
 	ns := "/run/netns/" + vethNetns(t)
 	machineNS := fmt.Sprintf("/proc/%d/ns/net", os.Getpid())
-	live := NewDirFS("/")
+	live := kernel.FS{Root: "/"}
 	var wide string
 	for _, name := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_mem", "net.core.netdev_max_backlog"} {
 		var per bool

@@ -7,23 +7,25 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // Core is one physical core: the CPUs (hardware threads) that share it. On a
 // host without SMT (Graviton) every core has one CPU.
 type Core struct {
-	ID      int    `json:"id"`      // index in Topology.Cores, not the kernel's core_id
-	Package int    `json:"package"` // physical_package_id
-	Node    int    `json:"node"`    // NUMA node
-	CPUs    CPUSet `json:"cpus"`
+	ID      int            `json:"id"`      // index in Topology.Cores, not the kernel's core_id
+	Package int            `json:"package"` // physical_package_id
+	Node    int            `json:"node"`    // NUMA node
+	CPUs    kernel.CPUList `json:"cpus"`
 }
 
 // Topology is what derivation needs to know about the host's processors.
 type Topology struct {
-	CPUs  CPUSet         `json:"cpus"` // online CPUs
-	Cores []Core         `json:"cores"`
-	Nodes map[int]CPUSet `json:"nodes"` // NUMA node → online CPUs
-	SMT   bool           `json:"smt"`   // some core has more than one CPU
+	CPUs  kernel.CPUList         `json:"cpus"` // online CPUs
+	Cores []Core                 `json:"cores"`
+	Nodes map[int]kernel.CPUList `json:"nodes"` // NUMA node → online CPUs
+	SMT   bool                   `json:"smt"`   // some core has more than one CPU
 }
 
 // ReadTopology reads /sys/devices/system/cpu and /sys/devices/system/node.
@@ -33,14 +35,14 @@ func ReadTopology(f FS) (Topology, error) {
 	if err != nil {
 		return t, fmt.Errorf("read online CPUs: %w", err)
 	}
-	if t.CPUs, err = ParseCPUSet(online); err != nil {
+	if t.CPUs, err = parseCPUSet(online); err != nil {
 		return t, fmt.Errorf("read online CPUs: /sys/devices/system/cpu/online: %w", err)
 	}
 	if len(t.CPUs) == 0 {
 		return t, errors.New("read online CPUs: /sys/devices/system/cpu/online lists none")
 	}
 
-	t.Nodes = map[int]CPUSet{}
+	t.Nodes = map[int]kernel.CPUList{}
 	nodeOf := map[int]int{}
 	names, err := f.ReadDir("/sys/devices/system/node")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -56,7 +58,7 @@ func ReadTopology(f FS) (Topology, error) {
 		if err != nil {
 			return t, fmt.Errorf("read NUMA node %d: %w", num, err)
 		}
-		cpus, err := ParseCPUSet(list)
+		cpus, err := parseCPUSet(list)
 		if err != nil {
 			return t, fmt.Errorf("read NUMA node %d cpulist: %w", num, err)
 		}
@@ -82,9 +84,9 @@ func ReadTopology(f FS) (Topology, error) {
 			continue
 		}
 		dir := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/", c)
-		sibs := CPUSet{c}
+		sibs := kernel.CPUList{c}
 		if s, err := readString(f, dir+"thread_siblings_list"); err == nil {
-			if p, err := ParseCPUSet(s); err == nil && p.Contains(c) {
+			if p, err := parseCPUSet(s); err == nil && p.Contains(c) {
 				sibs = p.Intersect(t.CPUs)
 			}
 		}

@@ -40,6 +40,7 @@ func runAgent(ctx context.Context, args []string) int {
 	stateDir := fs.String("state-dir", ".cache/linerate/agent", "where the tuning snapshot is kept on this host")
 	store := fs.String("store", "", "server-version store on this host (default $LINERATE_HOME or the cache directory)")
 	docker := fs.String("docker", "docker", "command that runs image versions (podman takes the same arguments)")
+	metricsAddr := fs.String("metrics-listen", "", "serve this host's sampler figures (CPUs, interfaces, each server's threads) as OpenMetrics at http://ADDR/metrics (off unless given; only on ADDR)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, agentUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -52,6 +53,13 @@ func runAgent(ctx context.Context, args []string) int {
 	// makes that an error (and a stop) the agent handles — stop servers,
 	// revert tuning — not a SIGPIPE that ends the process first.
 	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
+	msrv, code := startMetrics("agent", *metricsAddr, a.HostMetrics())
+	if code != 0 {
+		return code
+	}
+	if msrv != nil {
+		defer msrv.Close()
+	}
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)
 		return 1

@@ -52,7 +52,7 @@ func TestAgentKilledLeavesNoServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			read := agentReader(t, stdout)
+			read := agentLines(t, stdout)
 			read() // hello
 			fmt.Fprintf(stdin, `{"id":1,"op":"start","plan":{"spec":%s,"segment":%q},"bind":"198.18.0.1","log_dir":%q}`+"\n", tc.version, tc.name, dir)
 			r := read()

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -13,22 +10,6 @@ import (
 
 	"github.com/linerate/linerate/lab/labtest"
 )
-
-// agentReader reads the agent's answers, one JSON line each.
-func agentReader(t *testing.T, stdout io.Reader) func() map[string]any {
-	lines := bufio.NewScanner(stdout)
-	return func() map[string]any {
-		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("agent output ended: %v", lines.Err())
-		}
-		var m map[string]any
-		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
-			t.Fatalf("agent said %q: %v", lines.Text(), err)
-		}
-		return m
-	}
-}
 
 // The coordinator vanishes while a request is in flight, so the agent's
 // answer meets a closed pipe. That must not kill the agent before its
@@ -45,7 +26,7 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	read := agentReader(t, stdout)
+	read := agentLines(t, stdout)
 	read() // hello
 	fmt.Fprintf(stdin, `{"id":1,"op":"start","plan":{"spec":{"label":"x","binary":%q,"server":{}},"segment":"x"},"bind":"127.0.0.1","log_dir":%q}`+"\n", redis, t.TempDir())
 	started, _ := read()["started"].(map[string]any)

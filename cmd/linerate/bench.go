@@ -12,6 +12,7 @@ import (
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/report"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/spf13/pflag"
 )
 
@@ -32,6 +33,9 @@ Examples:
       --prefill --warmup 5s -d 15s -s 8388608 --key-size 16
   # a short local SET run, record to a file:
   linerate bench -s 8MiB -r 0:100 -c 8 -t 2 -d 5s --json set.json
+  # latency as HdrHistogram files (plot the .hgrm files together at
+  # hdrhistogram.github.io/HdrHistogram/plotFiles.html):
+  linerate bench -p 6379 -s 8MiB -d 10s --hgrm-dir hgrm/
   # the client's own ceiling: run against the built-in sink
   linerate sink -p 7000 -s 8MiB &  linerate bench -p 7000 -s 8MiB --prefill=false
 
@@ -49,7 +53,10 @@ func runBench(ctx context.Context, args []string) int {
 	lab.BindFlags(fs, &w)
 	jsonOut := fs.String("json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
 	quiet := fs.Bool("quiet", false, "no per-second progress lines")
+	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
+	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
 	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
+	hgrmDir := fs.String("hgrm-dir", "", "write HdrHistogram files to DIR: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -73,6 +80,11 @@ func runBench(ctx context.Context, args []string) int {
 			return lab.ExitUsage
 		}
 	}
+	large, _ := fs.GetBool("keyspace-large")
+	if err := lab.CheckKeyspaceHabit(w, large); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
+		return lab.ExitUsage
+	}
 	if w.Password == "" {
 		w.Password = os.Getenv("LINERATE_PASSWORD")
 	}
@@ -87,6 +99,20 @@ func runBench(ctx context.Context, args []string) int {
 			return lab.ExitUsage
 		}
 	}
+	if *hgrmDir != "" {
+		if err := os.MkdirAll(*hgrmDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: --hgrm-dir: %v\n", err)
+			return lab.ExitUsage
+		}
+	}
+	live := metrics.NewLive()
+	msrv, code := startMetrics("bench", *metricsAddr, live)
+	if code != 0 {
+		return code
+	}
+	if msrv != nil {
+		defer msrv.Close()
+	}
 	summary := os.Stdout
 	if *jsonOut == "-" {
 		summary = os.Stderr
@@ -95,6 +121,14 @@ func runBench(ctx context.Context, args []string) int {
 	if !*quiet {
 		opt.Progress = os.Stderr
 	}
+	var toMetrics, toLines func(*lab.Live)
+	if msrv != nil {
+		toMetrics = live.Update
+	}
+	if *liveJSON {
+		toLines = liveLines(os.Stderr)
+	}
+	opt.Live = bothLive(toMetrics, toLines)
 	res, err := engine.Run(ctx, w, opt)
 	var fe *lab.FieldError
 	if res == nil {
@@ -114,6 +148,16 @@ func runBench(ctx context.Context, args []string) int {
 		if werr := writeJSON(*jsonOut, res); werr != nil {
 			fmt.Fprintf(os.Stderr, "linerate bench: write record: %v\n", werr)
 			return lab.ExitErrors
+		}
+	}
+	if *hgrmDir != "" {
+		paths, werr := sweeps.WriteHDRFiles(*hgrmDir, res.RunID, res)
+		if werr != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: --hgrm-dir: %v\n", werr)
+			return lab.ExitErrors
+		}
+		if len(paths) > 0 {
+			fmt.Fprintf(summary, "hdr       %s\n", strings.Join(paths, " "))
 		}
 	}
 	if err != nil {

@@ -39,7 +39,7 @@ Flags:
 func runCompare(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SortFlags = false
-	metric := fs.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s) or p99 (ms)")
+	metric := fs.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 (ms, the worst op's) or server-cpu-per-gb (server CPU seconds per GB moved)")
 	baseline := fs.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
 	alpha := fs.Float64("alpha", 0.05, "significance level for the * mark")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -59,8 +59,8 @@ func runCompare(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate compare: --alpha %g: use a level between 0 and 1 such as 0.05\n", *alpha)
 		return 2
 	}
-	if *metric != sweeps.MetricGbps && *metric != sweeps.MetricOps && *metric != sweeps.MetricP99 {
-		fmt.Fprintf(os.Stderr, "linerate compare: --metric %q: use gbps, ops or p99\n", *metric)
+	if _, ok := sweeps.MetricByName(*metric); !ok {
+		fmt.Fprintf(os.Stderr, "linerate compare: --metric %q: use %s\n", *metric, sweeps.MetricNames())
 		return 2
 	}
 	var runs []*sweeps.Run

@@ -46,11 +46,15 @@ func main() {
 		usage(os.Stderr)
 		os.Exit(2)
 	}
-	if a := os.Args[1]; a == "--help" || a == "-help" || a == "help" {
+	name := os.Args[1]
+	switch name {
+	case "--help", "-help", "-h", "help":
 		usage(os.Stdout)
 		return
+	case "--version", "-version":
+		name = "version"
 	}
-	c, ok := commands[os.Args[1]]
+	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "linerate: unknown command %q\n\n", os.Args[1])
 		usage(os.Stderr)

@@ -18,7 +18,8 @@ func init() {
 const plotUsage = `Usage: linerate plot RUNDIR [--format png,svg] [--out DIR] [--tables]
 
 Draws every chart of a sweeps run directory (linerate sweep run writes one):
-per operation, Gbps and p99 against value size with one line per server
+per operation, Gbps, p99 and p99.9 latency (--percentiles) and server CPU
+seconds per GB moved against value size, with one line per server
 version (median, min-max band over repetitions, ringed points for
 client-limited cells, crosses for failed ones, squares for cells never
 measured); each soak's Gbps per second against the campaign cell; and one
@@ -31,6 +32,7 @@ Examples:
   linerate plot runs/local                      # into runs/local/charts
   linerate plot runs/study --format svg --out /tmp/study-charts
   linerate plot runs/study --tables             # print the Markdown tables only
+  linerate plot runs/study --percentiles p95,p99,p99.9
 
 Flags:
 `
@@ -41,6 +43,7 @@ func runPlot(ctx context.Context, args []string) int {
 	format := fs.String("format", "png,svg", "chart formats: png, svg or png,svg")
 	out := fs.String("out", "", "output directory (default RUNDIR/charts)")
 	tables := fs.Bool("tables", false, "print the Markdown tables to stdout and draw nothing")
+	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, plotUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -58,11 +61,17 @@ func runPlot(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate plot: --format: %v\n", err)
 		return 2
 	}
+	pct, err := plots.ParsePercentiles(*percentiles)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate plot: --percentiles: %v\n", err)
+		return 2
+	}
 	c, err := plots.Load(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate plot: %v\n", err)
 		return 2
 	}
+	c.Percentiles = pct
 	for _, p := range c.Problems {
 		fmt.Fprintf(os.Stderr, "linerate plot: warning: unreadable %s (left out)\n", p)
 	}

@@ -38,6 +38,7 @@ func runReport(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	fs.SortFlags = false
 	out := fs.String("out", "", "output file (default RUNDIR/report.html)")
+	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, reportUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -50,11 +51,17 @@ func runReport(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "linerate report: give one run directory, e.g. linerate report runs/local (see linerate report --help)")
 		return 2
 	}
+	pct, err := plots.ParsePercentiles(*percentiles)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate report: --percentiles: %v\n", err)
+		return 2
+	}
 	c, err := plots.Load(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate report: %v\n", err)
 		return 2
 	}
+	c.Percentiles = pct
 	for _, p := range c.Problems {
 		fmt.Fprintf(os.Stderr, "linerate report: warning: unreadable %s (listed in the report)\n", p)
 	}

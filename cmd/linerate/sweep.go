@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path"
@@ -78,6 +79,7 @@ func runSweep(ctx context.Context, args []string) int {
 	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
 	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label, 0-10000 (0: unknown, as on loopback)")
 	profiles := fs.String("profiles", "tuning/profiles", "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)")
+	metricsAddr := fs.String("metrics-listen", "", "run: "+metricsListenHelp)
 	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -107,6 +109,15 @@ func runSweep(ctx context.Context, args []string) int {
 		}
 	}
 	action, file := fs.Arg(0), fs.Arg(1)
+	var mets *runMetrics
+	if action == "run" {
+		var code int
+		if mets, code = startRunMetrics("sweep run", *metricsAddr); code != 0 {
+			return code
+		}
+		defer mets.close()
+		ra.live = mets.feed()
+	}
 	c, err := sweeps.LoadCampaign(file)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -186,6 +197,7 @@ func runSweep(ctx context.Context, args []string) int {
 		return code
 	}
 	defer downHosts(ctx, place, "sweep run")
+	mets.wrap(place)
 	if remote(c) {
 		// Versions resolve where they run: the server host's store.
 		if p, err = sweeps.NewPlan(ctx, c, place.Resolver); err != nil {
@@ -202,6 +214,9 @@ func runSweep(ctx context.Context, args []string) int {
 		MaxAttempts: *maxAttempts,
 		Redo:        *redo,
 		LinkGbps:    *linkGbps,
+	}
+	if mets != nil {
+		r.Progress = cellProgress{Progress: r.Progress, live: mets.live}
 	}
 	if keep != nil {
 		r.Only = keep
@@ -266,6 +281,7 @@ func runSoak(ctx context.Context, args []string) int {
 	cell := fs.String("cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
 	dur := fs.Duration("duration", 15*time.Minute, "measured window of the rerun")
 	profiles := fs.String("profiles", "tuning/profiles", "where the campaign's tuning profile NAME is found as NAME.yaml")
+	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
 	ra := bindRemoteFlags(fs)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, soakUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -299,6 +315,12 @@ func runSoak(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		return 2
 	}
+	mets, code := startRunMetrics("soak", *metricsAddr)
+	if code != 0 {
+		return code
+	}
+	defer mets.close()
+	ra.live = mets.feed()
 	st, err := sweeps.OpenStore(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
@@ -321,6 +343,10 @@ func runSoak(ctx context.Context, args []string) int {
 		return code
 	}
 	defer downHosts(ctx, place, "soak")
+	mets.wrap(place)
+	if mets != nil {
+		mets.live.SetCell(*cell)
+	}
 	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: place.Servers, Bench: place.Bencher,
 		Sampler: place.Sampler, FaultCost: place.FaultCost}
 	if _, s.Tuning, code = tune.apply(ctx, place, fs.Arg(0), "soak"); code != 0 {
@@ -355,8 +381,10 @@ func reapOrphans(ctx context.Context, dir string) {
 type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
 	keysEnv, yes, sshFromWide             bool
+	agentMetrics                          string
 	queues                                int // from the tuning profile, not a flag
 	tuningRoot                            string
+	live                                  func(*lab.Live) // from --metrics-listen, not a flag
 }
 
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
@@ -368,6 +396,7 @@ func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	fs.BoolVar(&f.sshFromWide, "ssh-from-wide", false, "aws provider: admit an ssh-from wider than /24 (IPv4) or /56 (IPv6)")
 	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
 	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
+	fs.StringVar(&f.agentMetrics, "agent-metrics-listen", "", "ssh and aws providers: the server host's agent serves its host figures at http://ADDR/metrics, ADDR on that host (e.g. its data address and a port)")
 	// Tests tune a fixture tree (tuning/testdata) instead of this machine.
 	fs.StringVar(&f.tuningRoot, "tuning-root", "/", "local provider: root of the /proc, /sys and /etc the profile tunes; anything but / is a fixture tree")
 	_ = fs.MarkHidden("tuning-root")
@@ -383,10 +412,14 @@ func remote(c *sweeps.Campaign) bool {
 // soak), needing about need, ends before the dead-man shutdown; nothing is
 // asked of AWS yet. A non-zero exit code is bad input, the error printed.
 func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need time.Duration) (parts.PlaceOptions, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot, SSHFromWide: f.sshFromWide,
+	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot, SSHFromWide: f.sshFromWide, Live: f.live,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
+	}
+	if f.agentMetrics != "" && !remote(c) {
+		fmt.Fprintf(os.Stderr, "linerate %s: --agent-metrics-listen: %s runs no agent on a server host (provider %s); --metrics-listen serves this machine's servers\n", who, c.File, c.Provider.Kind)
+		return opt, 2
 	}
 	if f.tuningRoot != "/" {
 		if c.Provider.Kind != sweeps.ProviderLocal {
@@ -405,6 +438,13 @@ func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need tim
 			return opt, 2
 		}
 		opt.SSHFrom = pfx
+	}
+	if f.agentMetrics != "" {
+		if _, _, err := net.SplitHostPort(f.agentMetrics); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate %s: --agent-metrics-listen %q: %v (want HOST:PORT on the server host)\n", who, f.agentMetrics, err)
+			return opt, 2
+		}
+		opt.ServerAgentArgs = []string{"--metrics-listen", f.agentMetrics}
 	}
 	if f.keysEnv {
 		opt.AWS.KeysFromEnv()

@@ -23,7 +23,7 @@ import (
 func peerServer(t *testing.T, script labtest.Script) (*localServer, *labtest.Peer) {
 	p := labtest.StartPeer(t, script)
 	s := &localServer{settings: infra.ServerSettings{RequirePass: "secret", StartTimeout: 20 * time.Second},
-		procRoot: "/proc", done: make(chan struct{}), exited: make(chan infra.Exit, 1)}
+		done: make(chan struct{}), exited: make(chan infra.Exit, 1)}
 	s.facts = infra.ServerFacts{Argv: []string{"fake-server"}, PID: os.Getpid(), Addr: p.Addr}
 	return s, p
 }

@@ -7,88 +7,61 @@ package launch
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/resp"
 )
 
-// ReportedVersion is the version a server reports in INFO server: Valkey
-// keeps redis_version at 7.2.4 for clients and adds valkey_version.
+// ReportedVersion is the version a server reports in INFO server
+// (resp.ServerKind: valkey_version for Valkey, else redis_version).
 func ReportedVersion(info map[string]string) string {
-	if v := info["valkey_version"]; v != "" {
-		return v
-	}
-	return info["redis_version"]
+	_, v := resp.ServerKind(info)
+	return v
 }
 
-// KindFromInfo tells the server kind from INFO server, for a binary the
-// user named without saying what it is.
+// KindFromInfo tells the server kind from INFO server (resp.ServerKind),
+// for a binary the user named without saying what it is. A kind infra
+// does not launch counts as Redis, whose flags it takes.
 func KindFromInfo(info map[string]string) infra.Kind {
-	switch {
-	case info["valkey_version"] != "" || info["server_name"] == "valkey":
+	switch k, _ := resp.ServerKind(info); infra.Kind(k) {
+	case infra.Valkey:
 		return infra.Valkey
-	case info["server_name"] == "keydb" || info["keydb_version"] != "":
+	case infra.KeyDB:
 		return infra.KeyDB
 	}
 	return infra.Redis
 }
 
-// ThreadAffinity reads every thread's name and Cpus_allowed_list from
-// <procRoot>/<pid>/task/*/status.
-func ThreadAffinity(procRoot string, pid int) ([]infra.ThreadCPUs, error) {
-	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
-	ents, err := os.ReadDir(dir)
+// ThreadAffinity reads every thread's name and the CPUs it may run on
+// (/proc/<pid>/task/*/status under k).
+func ThreadAffinity(k kernel.FS, pid int) ([]infra.ThreadCPUs, error) {
+	threads, err := k.ThreadCPUs(pid)
 	if err != nil {
-		return nil, fmt.Errorf("read threads of pid %d: %w", pid, err)
+		return nil, err
 	}
-	var out []infra.ThreadCPUs
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
-		if err != nil {
-			continue // the thread ended meanwhile
-		}
-		t := infra.ThreadCPUs{TID: tid}
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(line, ":")
-			switch k {
-			case "Name":
-				t.Name = strings.TrimSpace(v)
-			case "Cpus_allowed_list":
-				t.CPUs = strings.TrimSpace(v)
-			}
-		}
-		out = append(out, t)
+	out := make([]infra.ThreadCPUs, len(threads))
+	for i, t := range threads {
+		out[i] = infra.ThreadCPUs{TID: t.TID, Name: t.Name, CPUs: t.CPUs.String()}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].TID < out[j].TID })
 	return out, nil
 }
 
-// CheckPinned says whether every thread may run exactly on want.
-func CheckPinned(threads []infra.ThreadCPUs, want string) error {
-	w, err := infra.ParseCPUList(want)
-	if err != nil {
-		return err
-	}
-	ws := infra.FormatCPUList(w)
-	var bad []string
-	for _, t := range threads {
-		got, err := infra.ParseCPUList(t.CPUs)
-		if err != nil || infra.FormatCPUList(got) != ws {
-			bad = append(bad, fmt.Sprintf("%s/%d on %s", t.Name, t.TID, t.CPUs))
-		}
-	}
+// CheckPinned says whether every thread may run on exactly the CPUs of want.
+func CheckPinned(threads []infra.ThreadCPUs, want kernel.CPUList) error {
 	if len(threads) == 0 {
 		return fmt.Errorf("pinning: no threads to check")
 	}
+	var bad []string
+	for _, t := range threads {
+		got, err := kernel.ParseCPUList(t.CPUs)
+		if err != nil || !got.Equal(want) {
+			bad = append(bad, fmt.Sprintf("%s/%d on %s", t.Name, t.TID, t.CPUs))
+		}
+	}
 	if len(bad) > 0 {
-		return fmt.Errorf("pinning: want every thread on %s, but %s", ws, strings.Join(bad, ", "))
+		return fmt.Errorf("pinning: want every thread on %s, but %s", want.Sorted(), strings.Join(bad, ", "))
 	}
 	return nil
 }

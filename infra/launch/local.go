@@ -21,6 +21,7 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/debpkg"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/resp"
 )
 
@@ -39,7 +40,7 @@ var (
 type Local struct {
 	Binary   string               // absolute path of the server executable
 	Identity infra.ServerIdentity // what records say ran; Kind/Version fill settings left empty
-	ProcRoot string               // default /proc; a fixture tree in tests
+	Kernel   kernel.FS            // where the server's /proc is read; zero: this host
 	// Net, when set, runs the server in another network namespace of this
 	// machine (the netns provider's server host); nil: this one's.
 	Net *NetPlace
@@ -123,13 +124,11 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	srv := &localServer{
 		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
-		procRoot: l.ProcRoot, net: l.Net,
+		kernel: l.Kernel, net: l.Net,
 	}
-	if srv.procRoot == "" {
-		srv.procRoot = "/proc"
-	}
+	cpus, _ := s.PinCPUs() // Validate parsed them
 	started := time.Now()
-	if err := startHeld(cmd, s.CPUs, srv.done); err != nil {
+	if err := startHeld(cmd, cpus, srv.done); err != nil {
 		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
 	}
 	id := l.Identity
@@ -150,8 +149,8 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 		_ = srv.Stop(context.Background())
 		return nil, err
 	}
-	if s.CPUs != "" {
-		if err := CheckPinned(srv.facts.Threads, s.CPUs); err != nil {
+	if len(cpus) > 0 {
+		if err := CheckPinned(srv.facts.Threads, cpus); err != nil {
 			_ = srv.Stop(context.Background())
 			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
 		}
@@ -179,16 +178,12 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 // reuse a pooled one that way. The thread, pinned or not, is then
 // discarded rather than returned to Go's pool. It only waits; the reaping
 // is an ordinary goroutine's.
-func startHeld(cmd *exec.Cmd, cpus string, held <-chan struct{}) error {
+func startHeld(cmd *exec.Cmd, cpus kernel.CPUList, held <-chan struct{}) error {
 	var set *unix.CPUSet
-	if cpus != "" {
-		list, err := infra.ParseCPUList(cpus)
-		if err != nil {
-			return err
-		}
+	if len(cpus) > 0 {
 		set = new(unix.CPUSet)
 		set.Zero()
-		for _, c := range list {
+		for _, c := range cpus {
 			set.Set(c)
 		}
 	}
@@ -257,7 +252,7 @@ type localServer struct {
 	cmd      *exec.Cmd
 	settings infra.ServerSettings
 	logPath  string
-	procRoot string
+	kernel   kernel.FS
 	net      *NetPlace
 	facts    infra.ServerFacts
 
@@ -392,7 +387,7 @@ func (s *localServer) capture(ctx context.Context) error {
 			}
 		}
 	}
-	threads, err := ThreadAffinity(s.procRoot, s.facts.PID)
+	threads, err := ThreadAffinity(s.kernel, s.facts.PID)
 	if err != nil {
 		return err
 	}

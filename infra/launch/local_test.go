@@ -17,6 +17,7 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/debpkg"
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // systemRedis is the bookworm redis-server .ci/setup installs: the "any
@@ -44,7 +45,7 @@ func TestLocalPinnedStartStop(t *testing.T) {
 	bin := systemRedis(t)
 	l := &Local{Binary: bin, Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path", Build: bin}}
 	ctx := context.Background()
-	self, err := ThreadAffinity("/proc", os.Getpid())
+	self, err := ThreadAffinity(kernel.FS{}, os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestLocalPinnedStartStop(t *testing.T) {
 		t.Errorf("identity env = %v", f.Identity.Env)
 	}
 	// Our own threads were not narrowed by the pinning trick.
-	own, err := ThreadAffinity("/proc", os.Getpid())
+	own, err := ThreadAffinity(kernel.FS{}, os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,19 +184,19 @@ func TestThreadAffinityFixture(t *testing.T) {
 		"101": "Name:\tio_thd_1\nCpus_allowed_list:\t8-23\n",
 		"102": "Name:\tbio_aof\nCpus_allowed_list:\t0-31\n",
 	} {
-		d := filepath.Join(root, "100", "task", tid)
+		d := filepath.Join(root, "proc", "100", "task", tid)
 		os.MkdirAll(d, 0o755)
 		os.WriteFile(filepath.Join(d, "status"), []byte(st), 0o644)
 	}
-	th, err := ThreadAffinity(root, 100)
+	th, err := ThreadAffinity(kernel.FS{Root: root}, 100)
 	if err != nil || len(th) != 3 || th[0].Name != "valkey-server" {
 		t.Fatalf("threads = %+v, %v", th, err)
 	}
-	err = CheckPinned(th, "8-23")
+	err = CheckPinned(th, kernel.MustCPUList("8-23"))
 	if err == nil || !strings.Contains(err.Error(), "bio_aof/102 on 0-31") {
 		t.Errorf("CheckPinned = %v, want it to name bio_aof", err)
 	}
-	if err := CheckPinned(th[:2], "8-23"); err != nil {
+	if err := CheckPinned(th[:2], kernel.MustCPUList("8-23")); err != nil {
 		t.Errorf("CheckPinned(pinned threads) = %v", err)
 	}
 }

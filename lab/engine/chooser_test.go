@@ -83,11 +83,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 				if err := w.Validate(); err != nil {
 					t.Fatal(err)
 				}
-				newE := newEngine
-				if name == lab.EngineValkeyGo {
-					newE = newValkeyGoEngine
-				}
-				e, err := newE(w)
+				e, err := openEngine(w)
 				if err != nil {
 					t.Fatal(err)
 				}

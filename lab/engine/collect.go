@@ -20,6 +20,10 @@ func (e *engine) collect(res *lab.Result) {
 		window = 0
 	}
 	res.Window = lab.Window{Warmup: w.Warmup, Requested: w.Duration, Measured: lab.Duration(window)}
+	if !e.windowStart.IsZero() {
+		start := e.windowStart.UTC()
+		res.Window.Start = &start
+	}
 	res.Engine.Discard = "msg_trunc"
 	if w.Verify == lab.VerifyFull {
 		res.Engine.Discard = "read"
@@ -34,6 +38,7 @@ func (e *engine) collect(res *lab.Result) {
 	}
 
 	var totalOps, totalPayload uint64
+	secHist := lab.NewHistogram() // reused for every second
 	for opi, op := range opNames {
 		if (op == lab.OpGet && w.Ratio.Gets == 0) || (op == lab.OpSet && w.Ratio.Sets == 0) {
 			continue
@@ -69,7 +74,7 @@ func (e *engine) collect(res *lab.Result) {
 				series[i].Errors += s.errors
 			}
 		}
-		// Each second's p99 from the workers' per-second buckets.
+		// Each second's p99 and histogram from the workers' per-second buckets.
 		counts := make([]uint64, lab.LatBuckets)
 		for i := range series {
 			clear(counts)
@@ -94,6 +99,10 @@ func (e *engine) collect(res *lab.Result) {
 					series[i].P99 = math.Round(lab.LatBucketValue(b))
 					break
 				}
+			}
+			var err error
+			if series[i].Histogram, err = lab.EncodeSecond(secHist, counts); err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s second %d: %v", op, i, err))
 			}
 		}
 		// The last second may be partial when the window was cut short.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/pace"
 )
 
 // engine is the raw engine's coordinator: it owns the workers.
@@ -18,13 +19,16 @@ type engine struct {
 	stop    atomic.Bool
 	sched   *schedule
 	loop    func(*worker) // nil: the raw engine's epoll loop
-	// pace makes each worker's pacer for the run (warmup, window, drain);
+	// pacers makes each worker's pacer for the run (warmup, window, drain);
 	// nil: closed loop. The prefill is always closed loop.
-	pace func(worker int) Pacer
+	pacers func(worker int) pace.Pacer
 	// choosers are the issuing units' op/key choosers, to move them
 	// between the prefill and the run.
 	choosers []*chooser
 	closers  []func()
+	onLive   func(*lab.Live) // Options.Live; nil: nobody listens
+	// serverName is the server's name-version, for the live ticks.
+	serverName string
 
 	procStart, procEnd threadUsage
 	windowStart        time.Time
@@ -85,9 +89,9 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 	}
 	for _, wk := range e.workers {
 		wk.sched = sched
-		wk.pacer, wk.sent, wk.dueAt, wk.paceStopped = Pacer(closedLoop{}), 0, 0, false
-		if e.pace != nil && !sched.prefillMode {
-			wk.pacer = e.pace(wk.id)
+		wk.pacer, wk.sent, wk.dueAt, wk.paceStopped = pace.Pacer(pace.ClosedLoop{}), 0, 0, false
+		if e.pacers != nil && !sched.prefillMode {
+			wk.pacer = e.pacers(wk.id)
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(wk) }()
@@ -113,16 +117,9 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 	}
 }
 
-func (e *engine) progressOps() (n uint64) {
-	for _, wk := range e.workers {
-		n += wk.progOps.Load()
+// tickLive hands the running totals to Options.Live.
+func (e *engine) tickLive(p lab.Phase, final bool) {
+	if e.onLive != nil {
+		e.onLive(e.live(p, final))
 	}
-	return n
-}
-
-func (e *engine) progressBytes() (n uint64) {
-	for _, wk := range e.workers {
-		n += wk.progBytes.Load()
-	}
-	return n
 }

@@ -9,18 +9,8 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/pace"
 )
-
-func TestClosedLoopNeverWaits(t *testing.T) {
-	for _, tc := range []struct {
-		elapsed time.Duration
-		sent    uint64
-	}{{0, 0}, {time.Millisecond, 1}, {time.Hour, 1 << 40}, {-time.Second, 0}} {
-		if wait, stop := (closedLoop{}).Pace(tc.elapsed, tc.sent); wait != 0 || stop {
-			t.Errorf("Pace(%s, %d) = %s, %v; want 0, false", tc.elapsed, tc.sent, wait, stop)
-		}
-	}
-}
 
 // scripted is a test pacer: nothing before notBefore, then requests until
 // limit were started. It keeps what it was asked.
@@ -58,18 +48,14 @@ func TestEnginesFollowThePacer(t *testing.T) {
 				// the test: the pacer's stop is what ends the run.
 				Warmup: lab.Duration(150 * time.Millisecond), Duration: lab.Duration(time.Minute),
 				RequestTimeout: lab.Duration(5 * time.Second)}.Resolve()
-			newE := newEngine
-			if name == lab.EngineValkeyGo {
-				newE = newValkeyGoEngine
-			}
-			e, err := newE(w)
+			e, err := openEngine(w)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.shutdown()
 			var mu sync.Mutex
 			pacers := map[int]*scripted{}
-			e.pace = func(wk int) Pacer {
+			e.pacers = func(wk int) pace.Pacer {
 				mu.Lock()
 				defer mu.Unlock()
 				pacers[wk] = &scripted{notBefore: 200 * time.Millisecond, limit: 4}

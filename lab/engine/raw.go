@@ -14,7 +14,7 @@ import (
 // The raw engine: each worker is one OS thread, optionally pinned, running
 // its own epoll loop over its share of the connections. Everything a worker
 // touches on the hot path is its own; the coordinator reads the workers'
-// state only after they stop (plus two atomic progress counters).
+// state only after they stop (plus its live counters, live.go).
 //
 // newEngine opens the raw engine's connections and spreads them over its
 // workers.

@@ -75,11 +75,12 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	if kind != ok {
 		ps.errs[kind]++
 	}
+	sent := r.sentAt
+	if sent == 0 {
+		sent = r.issued
+	}
+	w.live.add(phase, r.op, kind, miss, t-sent)
 	if phase != phMeasure {
-		if phase != phDrain && kind == ok && !miss {
-			w.progOps.Add(1) // progress lines count warmup too, bytes and ops alike
-			w.progBytes.Add(uint64(w.layout.Size))
-		}
 		return
 	}
 	st := &w.measure[r.op]
@@ -101,10 +102,6 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 		st.misses++
 		return
 	}
-	sent := r.sentAt
-	if sent == 0 {
-		sent = r.issued
-	}
 	if lab.RecordUs(st.lat, t-sent) {
 		st.clamped++
 	}
@@ -117,6 +114,4 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	st.payload += size
 	st.series[sec].ops++
 	st.series[sec].bytes += size
-	w.progOps.Add(1)
-	w.progBytes.Add(size)
 }

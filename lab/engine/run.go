@@ -25,6 +25,10 @@ type Options struct {
 	// OnPhase is called as warmup, the measured window and the drain begin,
 	// so host metrics can be cut to the window. It must return quickly.
 	OnPhase func(lab.Phase)
+	// Live, when set, gets the run's running totals once a second (the
+	// progress tick) and once more, Final, when the workers have stopped.
+	// It is called off the workers' threads and must return quickly.
+	Live func(*lab.Live)
 }
 
 // RunError carries the exit code that goes with a failed run.
@@ -74,16 +78,22 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
 		}
 	}
-	var e *engine
-	if w.Engine == lab.EngineValkeyGo {
-		e, err = newValkeyGoEngine(w)
-	} else {
-		e, err = newEngine(w)
+	if w.Prefill {
+		// Refused before a connection is opened for load: a prefill that
+		// cannot fit ends in evictions, OOM errors or a killed server.
+		if err := lab.CheckPrefillFits(w, res.Server, lab.HostMemAvailable); err != nil {
+			return fail(lab.StopSetupFailed, err)
+		}
 	}
+	e, err := openEngine(w)
 	if err != nil {
 		return fail(lab.StopSetupFailed, err)
 	}
 	defer e.shutdown()
+	e.onLive = opt.Live
+	if res.Server != nil {
+		e.serverName = res.Server.Name + "-" + res.Server.Version
+	}
 
 	if w.Prefill {
 		if err := e.prefill(ctx, opt.Progress); err != nil {
@@ -169,4 +179,12 @@ func finishStop(ctx context.Context, res *lab.Result, e *engine) error {
 		return &RunError{Reason: reason, Err: err}
 	}
 	return nil
+}
+
+// openEngine opens the engine the workload names.
+func openEngine(w lab.Workload) (*engine, error) {
+	if w.Engine == lab.EngineValkeyGo {
+		return newValkeyGoEngine(w)
+	}
+	return newEngine(w)
 }

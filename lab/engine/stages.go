@@ -25,15 +25,16 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	s := &schedule{base: time.Now(), prefillMode: true, drainEnd: int64(bound), seconds: 1}
 	e.runWorkers(ctx, s, func(el time.Duration) {
 		if progress != nil {
-			fmt.Fprintf(progress, "prefill %4.0fs  %d/%d keys\n", el.Seconds(), e.progressOps(), w.Keyspace)
+			fmt.Fprintf(progress, "prefill %4.0fs  %d/%d keys\n", el.Seconds(), e.progressOps(phPrefill), w.Keyspace)
 		}
+		e.tickLive(lab.PhasePrefill, false)
 	})
+	e.tickLive(lab.PhasePrefill, false) // its totals, however short it was
 	var errs uint64
 	for _, wk := range e.workers {
 		for k := range wk.phases[phPrefill].errs {
 			errs += wk.phases[phPrefill].errs[k]
 		}
-		wk.progOps.Store(0)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("prefill interrupted")
@@ -112,7 +113,16 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 				time.Duration(end).Seconds(), gbps, ops)
 		}
 		lastBytes, lastAt = byt, el
+		switch {
+		case el < time.Duration(warm):
+			e.tickLive(lab.PhaseWarmup, false)
+		case el < time.Duration(end):
+			e.tickLive(lab.PhaseMeasure, false)
+		default:
+			e.tickLive(lab.PhaseDrain, false)
+		}
 	})
+	e.tickLive(lab.PhaseDrain, true)
 	t1.Stop()
 	t2.Stop()
 	finished := time.Now()

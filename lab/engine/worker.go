@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/pace"
 )
 
 const (
@@ -71,12 +72,12 @@ type worker struct {
 	abandoned uint64
 	dead      int
 
-	// Progress, read by the coordinator while the run goes on.
-	progOps, progBytes atomic.Uint64
+	// Live counts, read by the coordinator's tick while the run goes on.
+	live liveWorker
 
 	// The stage's pacing: requests started, when the next is due (0:
 	// whenever a slot is free) and whether the pacer ended issuing.
-	pacer       Pacer
+	pacer       pace.Pacer
 	sent        uint64
 	dueAt       int64
 	paceStopped bool

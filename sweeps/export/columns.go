@@ -236,11 +236,11 @@ func p95(l lab.LatencySummary) any {
 	if l.Count == 0 {
 		return nil
 	}
-	h, err := lab.DecodeHistogram(l)
+	v, err := l.ValueAt(95)
 	if err != nil {
 		return nil
 	}
-	return ms(float64(h.ValueAtQuantile(95)))
+	return ms(v)
 }
 
 func sumErrors(m map[lab.ErrorKind]uint64) uint64 {

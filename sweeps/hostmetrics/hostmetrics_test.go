@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 )
 
@@ -65,11 +66,11 @@ func TestSnapshotDiffOnFixtures(t *testing.T) {
 		[][2]uint64{{100, 900}, {200, 800}}, [2]uint64{1000, 2000})
 	fixture(t, b, 4242, 51000, []thread{{4242, "valkey-server", 270, 80}, {4243, "io_thd_1", 60, 60}, {4244, "io_thd_2", 25, 25}, {4245, "bio_lazy_free", 0, 1}, {4246, "io_thd_3", 10, 0}},
 		[][2]uint64{{250, 950}, {210, 990}}, [2]uint64{1000 + 250e6, 2000 + 250e6})
-	sa, err := FS{Root: a}.Snapshot(4242)
+	sa, err := Sampler{Kernel: kernel.FS{Root: a}}.Snapshot(4242)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := FS{Root: b}.Snapshot(4242)
+	sb, err := Sampler{Kernel: kernel.FS{Root: b}}.Snapshot(4242)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,38 +92,6 @@ func TestSnapshotDiffOnFixtures(t *testing.T) {
 	}
 }
 
-func TestParseStatOddNames(t *testing.T) {
-	st, err := ParseStat([]byte("77 (we (ird) name) R 1 1 1 0 -1 0 42 0 0 0 7 9 0 0 20 0 1 0 5 6 7"))
-	if err != nil || st.Comm != "we (ird) name" || st.MinFlt != 42 || st.UTime != 7 || st.STime != 9 || st.StartTicks != 5 {
-		t.Errorf("%+v %v", st, err)
-	}
-	if _, err := ParseStat([]byte("77 no comm here")); err == nil {
-		t.Error("accepted a line without (comm)")
-	}
-}
-
-// A process's identity is its executable and start time; another process
-// (this one's child) has another.
-func TestRealIdentity(t *testing.T) {
-	self, err := FS{}.Identity(os.Getpid())
-	exe, _ := os.Executable()
-	if err != nil || self.Exe != exe || self.StartTicks == 0 {
-		t.Fatalf("own identity %+v %v, want exe %s and a start time", self, err, exe)
-	}
-	sleep := exec.Command("sleep", "10")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
-	other, err := FS{}.Identity(sleep.Process.Pid)
-	if err != nil || other.Exe == self.Exe || other.StartTicks < self.StartTicks {
-		t.Errorf("sleep's identity %+v %v, own %+v", other, err, self)
-	}
-	if _, err := (FS{Root: t.TempDir()}).Identity(1); err == nil {
-		t.Error("identity from an empty root")
-	}
-}
-
 // The real /proc: a real redis-server's threads by name, main thread vs
 // io_thd_*, and our own minor faults growing as we touch fresh memory.
 func TestRealProc(t *testing.T) {
@@ -139,7 +108,7 @@ func TestRealProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	fs := FS{Root: "/"}
+	fs := Sampler{}
 	var snap *ProcSample
 	for i := 0; i < 50; i++ { // io threads start just after the main thread
 		snap, err = fs.Process(cmd.Process.Pid)

@@ -126,3 +126,15 @@ func diffProc(a, b *ProcSample, sec float64) *ProcWindow {
 	sort.Slice(pw.Threads, func(i, j int) bool { return pw.Threads[i].TID < pw.Threads[j].TID })
 	return pw
 }
+
+// ServerCPUSeconds is the server process's CPU time over the window, all
+// its threads together; ok is false without server thread metrics.
+func (w *Window) ServerCPUSeconds() (sec float64, ok bool) {
+	if w == nil || w.Server == nil || w.Seconds <= 0 {
+		return 0, false
+	}
+	for _, t := range w.Server.Threads {
+		sec += t.Busy * w.Seconds
+	}
+	return sec, true
+}

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 	"github.com/linerate/linerate/tuning"
@@ -123,6 +124,8 @@ type Agent struct {
 	// kernel-scope apply on, so the revert reaches it after the
 	// coordinator that named it is gone.
 	kernelNS *os.File
+
+	metricServers agentServers // what HostMetrics covers (live.go)
 }
 
 func (a *Agent) root() string {
@@ -162,6 +165,10 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	readErr := make(chan error, 1)
 	go func() {
 		defer endInput()
+		// Closed after the last line: the loop answers every line read
+		// before it sees the end (a select on a separate end signal may
+		// pick the end first and leave requests unanswered).
+		defer close(lines)
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
@@ -179,9 +186,15 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			return ctx.Err()
 		case <-a.gone:
 			return errors.New("the coordinator is gone (output closed)")
-		case err := <-readErr:
-			return err
-		case line := <-lines:
+		case line, ok := <-lines:
+			if !ok {
+				select {
+				case err := <-readErr:
+					return err
+				default: // the reader stopped for a cancelled context
+					return ctx.Err()
+				}
+			}
 			var req agentRequest
 			if err := json.Unmarshal(line, &req); err != nil {
 				a.send(agentReply{Error: fmt.Sprintf("agent: request is not JSON: %v", err)})
@@ -248,6 +261,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		a.nextID++
 		id := a.nextID
 		a.servers[id] = srv
+		a.noteServer(id, srv)
 		host, port := srv.Addr()
 		info, _ := srv.Info(ctx)
 		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info}}
@@ -266,6 +280,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			return fail(err) // still ours: the cleanup tries again
 		}
 		delete(a.servers, req.Server)
+		a.noteServer(req.Server, nil)
 		return agentReply{}
 	case opSnapshot:
 		pid := 0
@@ -276,7 +291,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			}
 			pid = srv.PID()
 		}
-		s, err := hostmetrics.FS{Root: a.root()}.Snapshot(pid)
+		s, err := hostmetrics.Sampler{Kernel: kernel.FS{Root: a.root()}}.Snapshot(pid)
 		if err != nil {
 			return fail(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -28,6 +29,9 @@ import (
 // the design has it: the coordinator never measures.
 type HostBencher struct {
 	Host infra.Host
+	// Live, when set, gets the remote bench's running totals as it goes
+	// (bench --live-json, read back from its stderr).
+	Live func(*lab.Live)
 }
 
 // Bench implements sweeps.Bencher. It gives no window marks: the runner
@@ -39,10 +43,15 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	}
 	argv := append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...)
 	var out, errb bytes.Buffer
+	var stderr io.Writer = &errb
+	if b.Live != nil {
+		argv = append(argv, "--live-json")
+		stderr = &liveWriter{live: b.Live, rest: &errb}
+	}
 	// A bound even when the connection dies silently: the window, plus
 	// room for the prefill and the drain (each request has its own
 	// timeout, so a stuck server ends the bench well before this).
-	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: &errb,
+	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: stderr,
 		Timeout: time.Duration(w.Warmup) + time.Duration(w.Duration) + 10*time.Minute}
 	if w.Password != "" {
 		cmd.Env = []string{"LINERATE_PASSWORD=" + w.Password}
@@ -138,6 +147,12 @@ type PlaceOptions struct {
 	// TuningRoot is the tree the local provider tunes: "" or "/" is this
 	// machine, anything else a fixture tree (tuning.NewFixtureHost).
 	TuningRoot string
+	// Live, when set, gets each cell's running totals from its bencher
+	// (in-process or on the client host) once a second.
+	Live func(*lab.Live)
+	// ServerAgentArgs are extra flags for the agent on an ssh or aws
+	// server host (--metrics-listen ADDR).
+	ServerAgentArgs []string
 }
 
 // Place brings up the campaign's hosts. local: everything on this host over
@@ -165,12 +180,12 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		for i := range hosts {
 			hosts[i].MinorFaultCost = cost
 		}
-		return &Placement{Servers: starter, Resolver: starter, Bencher: b, Sampler: hostmetrics.FS{Root: "/"},
+		return &Placement{Servers: starter, Resolver: starter, Bencher: b, Sampler: hostmetrics.Sampler{},
 			Hosts: hosts, FaultCost: cost, Tuner: localTuner, Down: down}
 	}
 	switch c.Provider.Kind {
 	case sweeps.ProviderLocal:
-		return local([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, Bencher{}, noop), nil
+		return local([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, Bencher{Live: opt.Live}, noop), nil
 	case sweeps.ProviderNetns:
 		prov, err := netns.FromSettings(c.Provider.Settings)
 		if err != nil {
@@ -203,7 +218,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		}
 		agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
 		agents["server"].KernelNetns = fmt.Sprintf("/proc/%d/ns/net", os.Getpid()) // this process's: the machine's
-		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
+		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client, Live: opt.Live}, agentsThenDown(agents, prov))
 		pl.Tuner = remoteTuner(agents)
 		return pl, nil
 	case sweeps.ProviderSSH, sweeps.ProviderAWS:
@@ -220,7 +235,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 			defer cancel()
 			return nil, errors.Join(fmt.Errorf("bring up the %s pair: %w", prov.Kind(), err), prov.Down(dctx))
 		}
-		return placeRemote(ctx, pair, prov, opt.Log)
+		return placeRemote(ctx, pair, prov, opt)
 	}
 	return nil, fmt.Errorf("%s: provider %q: want local, netns, ssh or aws", c.File, c.Provider.Kind)
 }
@@ -326,8 +341,10 @@ func CheckDeadMan(cfg aws.Config, what string, need time.Duration) error {
 }
 
 // placeRemote starts an agent on each host of a pair and reads their facts.
-func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, log func(string, ...any)) (*Placement, error) {
+func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, opt PlaceOptions) (*Placement, error) {
+	log := opt.Log
 	agents := pairAgents(pair)
+	agents["server"].Args = append(agents["server"].Args, opt.ServerAgentArgs...)
 	down := agentsThenDown(agents, prov)
 	fail := func(err error) (*Placement, error) {
 		dctx, cancel := infra.TeardownContext(ctx)
@@ -352,7 +369,7 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, log 
 		// Corrected, but a clock that jumps during the run is not.
 		log("note: the server host's clock is %v off the client host's; host metrics are shifted to match (is NTP running?)", starter.Shift.Round(time.Millisecond))
 	}
-	return &Placement{Servers: starter, Resolver: starter, Bencher: HostBencher{Host: pair.Client},
+	return &Placement{Servers: starter, Resolver: starter, Bencher: HostBencher{Host: pair.Client, Live: opt.Live},
 		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), Down: down}, nil
 }
 

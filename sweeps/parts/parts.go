@@ -20,13 +20,13 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
 // Starter starts campaign versions with infra's launchers. It also resolves
@@ -231,7 +231,7 @@ func (s *Starter) adopt(ctx context.Context, srv infra.Server) (*running, error)
 	if pid := srv.Facts().PID; pid > 0 {
 		// What tells this server from a later process given its PID: the
 		// orphan reaper kills nothing else.
-		r.proc, _ = hostmetrics.FS{}.Identity(pid)
+		r.proc, _ = kernel.FS{}.Identity(pid)
 	}
 	if s.Net != nil {
 		r.dial = s.Net.Dial
@@ -249,7 +249,7 @@ type running struct {
 	exited chan error
 	// release, when set, runs after Stop: the container watchdog's end.
 	release func()
-	proc    hostmetrics.Identity // read right after the start; zero when unreadable
+	proc    kernel.Identity // read right after the start; zero when unreadable
 }
 
 // Info keys of a server's process identity in the environment record.
@@ -332,12 +332,13 @@ func (r *running) Stop(ctx context.Context) error {
 // Bencher runs cells with engine.Run in this process.
 type Bencher struct {
 	RunID func(w lab.Workload) string // optional run IDs
+	Live  func(*lab.Live)             // optional: each tick of the run (engine.Options.Live)
 }
 
 // Bench implements sweeps.Bencher. engine.Run marks the window's edges, so
 // the runner's host snapshots cover exactly the measured window.
 func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark}
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}
@@ -419,7 +420,7 @@ func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
 		if err1 != nil || err2 != nil || err3 != nil || port <= 0 || pid <= 1 || runID == "" || exe == "" {
 			continue
 		}
-		if id, err := (hostmetrics.FS{}).Identity(pid); err != nil || id != (hostmetrics.Identity{Exe: exe, StartTicks: start}) {
+		if id, err := (kernel.FS{}).Identity(pid); err != nil || id != (kernel.Identity{Exe: exe, StartTicks: start}) {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,11 +94,13 @@ func TestRealCampaign(t *testing.T) {
 	bin := redisBinary(t)
 	st := &Starter{}
 	p := plan(t, spec(bin), nil)
-	run := runAll(t, p, t.TempDir(), &Placement{Servers: st, Bencher: Bencher{}, Sampler: hostmetrics.FS{Root: "/"}}, nil)
+	dir := t.TempDir()
+	run := runAll(t, p, dir, &Placement{Servers: st, Bencher: Bencher{}, Sampler: hostmetrics.Sampler{}}, nil)
 	for _, rec := range run.Sorted() {
 		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
 			t.Fatalf("%s: incomplete record", rec.CellID)
 		}
+		checkHDRFiles(t, dir, rec)
 		var gbps float64
 		for _, o := range rec.Result.Ops {
 			gbps += o.Gbps
@@ -120,6 +123,20 @@ func TestRealCampaign(t *testing.T) {
 	}
 	if _, err := sweeps.Compare([]*sweeps.Run{run}, sweeps.CompareOptions{}); err != nil {
 		t.Errorf("compare: %v", err)
+	}
+}
+
+// checkHDRFiles: the store keeps a record's HdrHistogram files beside it,
+// the interval log too (the per-second histograms reached the record).
+func checkHDRFiles(t *testing.T, dir string, rec *sweeps.CellRecord) {
+	t.Helper()
+	for op := range rec.Result.Ops {
+		for _, ext := range []string{lab.HgrmExt, lab.HlogExt} {
+			name := strings.TrimSuffix(sweeps.CellFileName(rec.CellID), ".json") + "." + string(op) + ext
+			if fi, err := os.Stat(filepath.Join(dir, sweeps.HgrmDir, name)); err != nil || fi.Size() == 0 {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
 	}
 }
 
@@ -175,7 +192,7 @@ func TestRealServerKilledMidCell(t *testing.T) {
 	defer store.Close()
 	ts := &trackingStarter{Starter: &Starter{}}
 	kb := &killingBench{kill: 2, pid: func() int { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.pid }}
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: ts, Bench: kb, Sampler: hostmetrics.FS{Root: "/"}}
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: ts, Bench: kb, Sampler: hostmetrics.Sampler{}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +262,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	}
 	run := runAll(t, p, dir, place, tuner)
 	for _, rec := range run.Sorted() {
+		checkHDRFiles(t, dir, rec) // bench ran on the client host: the record came back as JSON
 		if rec.Result.Workload.Host != "198.18.0.1" {
 			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)
 		}

@@ -388,9 +388,15 @@ func TestImageVersionThroughAgent(t *testing.T) {
 	}
 	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: 256 << 10,
 		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second)}.Resolve()
-	rec, err := HostBencher{Host: hosts[1]}.Bench(ctx, w, nil)
+	var ticks []*lab.Live // the remote bench's live totals, read off its stderr
+	rec, err := HostBencher{Host: hosts[1], Live: func(l *lab.Live) { ticks = append(ticks, l) }}.Bench(ctx, w, nil)
 	if err != nil || rec.Stop.Reason != lab.StopCompleted {
 		t.Fatalf("bench from the client host: %v %+v", err, rec)
+	}
+	if len(ticks) == 0 || !ticks[len(ticks)-1].Final {
+		t.Errorf("%d live ticks from the client host, the last not final", len(ticks))
+	} else if c := ticks[len(ticks)-1].Count(lab.PhaseMeasure, lab.OpGet); c == nil || c.PayloadBytes != rec.Ops[lab.OpGet].PayloadBytes {
+		t.Errorf("live window bytes %+v, record %d", c, rec.Ops[lab.OpGet].PayloadBytes)
 	}
 	snap, err := srv.(sweeps.HostSampler).SnapshotHost(ctx)
 	if err != nil || snap.Proc == nil || snap.Proc.PID != pid || len(snap.Proc.Threads) < 2 {

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: Bencher{}, Sampler: hostmetrics.FS{Root: "/"},
+		r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: Bencher{}, Sampler: hostmetrics.Sampler{},
 			Progress: sweeps.NewProgress(os.Stdout, false), Env: &sweeps.Environment{}}
 		if _, err := r.Run(context.Background()); err != nil {
 			fmt.Println("error:", err)
@@ -112,7 +112,7 @@ func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
 	}
 	defer st.Close()
 	calls := 0
-	r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: countingBench{Bencher{}, &calls}, Sampler: hostmetrics.FS{Root: "/"}}
+	r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: countingBench{Bencher{}, &calls}, Sampler: hostmetrics.Sampler{}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+// startPrometheus runs Debian's prometheus (installed by .ci/setup) with
+// its own config and storage, on loopback, scraping target every second.
+// It returns the base URL of its HTTP API.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	bin := labtest.Need(t, "prometheus")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	conf := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: linerate
+    scrape_interval: 1s
+    scrape_timeout: 900ms
+    static_configs:
+      - targets: [%q]
+`, target)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	logf, _ := os.Create(filepath.Join(dir, "prometheus.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	base := "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			t.Fatalf("prometheus not ready in 30 s: %s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// promQuery evaluates expr at time at and returns the one value it gives.
+func promQuery(t *testing.T, base, expr string, at time.Time) float64 {
+	t.Helper()
+	q := url.Values{"query": {expr}, "time": {strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)}}
+	resp, err := http.Get(base + "/api/v1/query?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+		t.Fatalf("query %s: %v %s", expr, err, r.Error)
+	}
+	if len(r.Data.Result) != 1 {
+		t.Fatalf("query %s: %d series, want 1: %+v", expr, len(r.Data.Result), r.Data.Result)
+	}
+	s, _ := r.Data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("query %s: value %v", expr, r.Data.Result[0].Value)
+	}
+	return v
+}
+
+// A real Prometheus scrapes a steady bench; the rate of the payload
+// counter it stored is the record's Gbps.
+func TestPrometheusScrapesTheBenchRate(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
+	prom := startPrometheus(t, maddr)
+	out := filepath.Join(t.TempDir(), "r.json")
+	// One connection, one request in flight: as steady as a closed loop gets.
+	cmd := exec.Command(labtest.Binary(t), "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "1", "-t", "1",
+		"-s", "256KiB", "-n", "16", "--prefill", "--warmup", "2s", "-d", "14s", "--metrics-listen", maddr, "--json", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v: %s", err, b)
+	}
+	if !strings.Contains(string(b), "metrics at http://"+maddr+"/metrics") {
+		t.Errorf("bench did not say where its metrics are: %s", b)
+	}
+	res, err := readResult(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gbps := res.Ops[lab.OpGet].Gbps
+	// A window well inside the measured one: it ended ~at res.Ended.
+	at := res.Ended.Add(-1500 * time.Millisecond)
+	got := promQuery(t, prom, `sum(rate(linerate_payload_bytes_total{phase="measure",op="GET"}[10s])) * 8 / 1e9`, at)
+	t.Logf("record %.3f Gbps, Prometheus rate %.3f Gbps", gbps, got)
+	if gbps <= 0 || got < gbps*0.9 || got > gbps*1.1 {
+		t.Fatalf("Prometheus says %.3f Gbps, the record %.3f: not within 10%%", got, gbps)
+	}
+	if v := promQuery(t, prom, `max_over_time(linerate_cell_info{version=~"redis-.+"}[30s])`, at); v != 1 {
+		t.Errorf("cell info %v", v)
+	}
+}
+
+func TestMetricsListenRefusesBadAddresses(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	bin := labtest.Binary(t)
+	// A real run and cell, so the address is the only thing wrong.
+	run := filepath.Join(t.TempDir(), "run")
+	if out, err := exec.Command("cp", "-r", "../../runs/sample-local", run).CombinedOutput(); err != nil {
+		t.Fatalf("copy the sample run: %v: %s", err, out)
+	}
+	for _, args := range [][]string{
+		{"bench", "-d", "1s", "--metrics-listen", "nonsense"},
+		{"bench", "-d", "1s", "--metrics-listen", busy.Addr().String()},
+		{"bench", "-d", "1s", "--metrics-listen", "127.0.0.1:70000"},
+		{"agent", "--metrics-listen", "127.0.0.1"},
+		{"sweep", "run", "../../sweeps/campaigns/local.yaml", "--metrics-listen", "nonsense"},
+		{"soak", run, "--cell", "redis-7.0.15/GET/1MiB/r1", "--metrics-listen", "nonsense"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cmd := exec.Command(bin, args...)
+			start := time.Now()
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "--metrics-listen") || !strings.Contains(string(out), "want HOST:PORT") {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Errorf("took %s to refuse", time.Since(start))
+			}
+		})
+	}
+}
+
+// scrapeText polls url until body contains every want, or 60 s pass.
+func scrapeUntil(t *testing.T, url string, done <-chan struct{}, want ...string) string {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if resp, err := http.Get(url); err == nil {
+			b := new(strings.Builder)
+			_, _ = io.Copy(b, resp.Body)
+			resp.Body.Close()
+			last = b.String()
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(last, w)
+			}
+			if all {
+				return last
+			}
+		}
+		select {
+		case <-done:
+			t.Fatalf("the run ended before its metrics showed %q; last scrape:\n%s", want, last)
+		default:
+		}
+	}
+	t.Fatalf("metrics never showed %q; last scrape:\n%s", want, last)
+	return ""
+}
+
+// sweep run serves the cell in flight, its live totals and the server
+// this machine runs for it.
+func TestSweepRunServesLiveMetrics(t *testing.T) {
+	redis := labtest.Need(t, "redis-server")
+	dir := t.TempDir()
+	camp := filepath.Join(dir, "m.yaml")
+	src := fmt.Sprintf(`name: m
+provider: local
+versions:
+  - {label: r, binary: %s}
+workload:
+  ratio: GET
+  value-size: 256KiB
+  connections: 2
+  threads: 1
+  keyspace: 8
+  prefill: true
+  warmup: 1s
+  duration: 6s
+`, redis)
+	if err := os.WriteFile(camp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
+	cmd := exec.Command(labtest.Binary(t), "sweep", "run", camp, "--out", filepath.Join(dir, "run"), "--metrics-listen", maddr)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() { _ = cmd.Process.Kill(); <-done }()
+	body := scrapeUntil(t, "http://"+maddr+"/metrics", done,
+		`linerate_cell_info{cell="r/GET/256KiB/r1",version="redis-`,
+		`linerate_payload_bytes_total{cell="r/GET/256KiB/r1",op="GET",phase="measure"}`,
+		`linerate_run_phase{cell="r/GET/256KiB/r1",phase="measure"} 1`,
+		`linerate_server_cpu_seconds_total{mode="user",pid=`)
+	if !strings.Contains(body, `server="redis-`) {
+		t.Errorf("the server's threads are not named by version:\n%s", body)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("sweep run did not end")
+	}
+	if cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("sweep run: %s", out.String())
+	}
+}
+
+// The agent on a server host serves its sampler's figures for the servers
+// it runs, and stops serving a server it stopped.
+func TestAgentServesHostMetrics(t *testing.T) {
+	redis := labtest.Need(t, "redis-server")
+	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
+	cmd := exec.Command(labtest.Binary(t), "agent", "--state-dir", t.TempDir(), "--metrics-listen", maddr)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	read := agentLines(t, stdout)
+	read() // hello
+	url := "http://" + maddr + "/metrics"
+	scrapeUntil(t, url, nil, "linerate_host_sample_ok 1", `linerate_host_network_receive_bytes_total{device="lo"}`)
+	fmt.Fprintf(stdin, `{"id":1,"op":"start","plan":{"spec":{"label":"x","binary":%q,"server":{}},"segment":"x"},"bind":"127.0.0.1","log_dir":%q}`+"\n", redis, t.TempDir())
+	started, _ := read()["started"].(map[string]any)
+	pid, _ := started["pid"].(float64)
+	if pid <= 0 {
+		t.Fatalf("start answer %v", started)
+	}
+	pidLabel := fmt.Sprintf(`pid="%d"`, int(pid))
+	body := scrapeUntil(t, url, nil, "linerate_server_cpu_seconds_total{", pidLabel, "linerate_server_minor_faults_total{")
+	if !strings.Contains(body, `server="redis-`) {
+		t.Errorf("server not named by version:\n%s", body)
+	}
+	fmt.Fprintln(stdin, `{"id":2,"op":"stop","server":1}`)
+	if r := read(); r["error"] != nil {
+		t.Fatalf("stop: %v", r)
+	}
+	if body := scrapeUntil(t, url, nil, "linerate_host_sample_ok 1"); strings.Contains(body, pidLabel) {
+		t.Errorf("a stopped server is still served:\n%s", body)
+	}
+}
+
+// agentLines reads an agent's answers, one JSON object a line.
+func agentLines(t *testing.T, stdout io.Reader) func() map[string]any {
+	lines := bufio.NewScanner(stdout)
+	return func() map[string]any {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("agent output ended: %v", lines.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatalf("agent said %q: %v", lines.Text(), err)
+		}
+		return m
+	}
+}

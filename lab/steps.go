@@ -1,0 +1,68 @@
+package lab
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// LateAfter is when an open-loop request counts as late: sent more than
+// this after its intended send time (it waited for its connection).
+const LateAfter = time.Millisecond
+
+// StepResult is one step of an arrival-rate ramp (--ramp) in the record's
+// steps[]. A request belongs to the step its intended send time falls in;
+// docs/result-schema.md says what each figure counts.
+type StepResult struct {
+	Step   int      `json:"step"`     // 0-based
+	Start  Duration `json:"start"`    // from the start of the ramp
+	Length Duration `json:"duration"` // the ramp's step duration
+
+	Offered  float64 `json:"offered_ops_per_sec"`  // the schedule's rate in this step
+	Achieved float64 `json:"achieved_ops_per_sec"` // successful requests of the step per second of it
+	Gbps     float64 `json:"gbps"`                 // their payload, as OpResult.Gbps counts it
+
+	Sent   uint64 `json:"sent"`   // requests of the step that were sent
+	Ops    uint64 `json:"ops"`    // of those, completed successfully
+	Errors uint64 `json:"errors"` // of those, failed (any kind)
+	Late   uint64 `json:"late"`   // of those, sent more than LateAfter after their intended time
+
+	// Latency is from the intended send time to the last reply byte
+	// (coordinated omission corrected); Service from the actual send.
+	// Absent when no request of the step completed.
+	Latency *StepLatency `json:"latency_us,omitempty"`
+	Service *StepLatency `json:"service_us,omitempty"`
+}
+
+// StepLatency is a step's latency percentiles in microseconds, read from
+// the step's HDR histogram (3 significant figures).
+type StepLatency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+}
+
+// MarshalJSON writes the step with its durations also in seconds, as every
+// duration of a v2 record is.
+func (s StepResult) MarshalJSON() ([]byte, error) {
+	type plain StepResult
+	return json.Marshal(struct {
+		plain
+		StartS  float64 `json:"start_s"`
+		LengthS float64 `json:"duration_s"`
+	}{plain(s), s.Start.Seconds(), s.Length.Seconds()})
+}
+
+// Knee is where a ramp stopped keeping up: the first step that broke the
+// rule pace.Knee states. Absent from a record when no step did.
+type Knee struct {
+	Step    int     `json:"step"`
+	Offered float64 `json:"offered_ops_per_sec"`
+	// P99Ratio is the step's p99 over the first step's (0 when either is
+	// not measured); AchievedRatio its achieved rate over its offered rate.
+	P99Ratio      float64 `json:"p99_ratio"`
+	AchievedRatio float64 `json:"achieved_ratio"`
+	// Latency and Rate say which half of the rule the step broke (both can).
+	Latency bool `json:"latency"`
+	Rate    bool `json:"rate"`
+}

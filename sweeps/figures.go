@@ -1,0 +1,123 @@
+package sweeps
+
+import (
+	"math"
+	"strings"
+)
+
+// Metrics Compare compares and plots charts and tabulates.
+const (
+	MetricGbps = "gbps"  // payload Gbps, all ops of the cell; higher is better
+	MetricOps  = "ops"   // operations per second; higher is better
+	MetricP95  = "p95"   // p95 latency in ms, worst op of the cell (from the stored histogram); lower is better
+	MetricP99  = "p99"   // p99 latency in ms, worst op of the cell; lower is better
+	MetricP999 = "p99.9" // p99.9 latency in ms, worst op of the cell; lower is better
+	// MetricServerCPUPerGB is the server process's CPU seconds (every
+	// thread) over the measured window per GB of payload moved: what a
+	// version spends on a gigabyte. Lower is better.
+	MetricServerCPUPerGB = "server-cpu-per-gb"
+)
+
+// MetricInfo says what a metric measures.
+type MetricInfo struct {
+	Name   string
+	Unit   string // as a table heading or axis names it
+	Higher bool   // higher is better
+}
+
+// Metrics lists every metric, in the order help texts name them.
+var Metrics = []MetricInfo{
+	{MetricGbps, "payload Gbps", true},
+	{MetricOps, "ops/s", true},
+	{MetricP95, "p95 ms", false},
+	{MetricP99, "p99 ms", false},
+	{MetricP999, "p99.9 ms", false},
+	{MetricServerCPUPerGB, "server CPU-s per GB", false},
+}
+
+// MetricByName finds a metric.
+func MetricByName(name string) (MetricInfo, bool) {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MetricInfo{}, false
+}
+
+// MetricNames is "gbps, ops, …, p99.9 or server-cpu-per-gb", for messages.
+func MetricNames() string {
+	names := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		names[i] = m.Name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// LatencyPercentile is the percentile a latency metric reads (95, 99,
+// 99.9), or 0 for a metric that is not a latency.
+func LatencyPercentile(metric string) float64 {
+	switch metric {
+	case MetricP95:
+		return 95
+	case MetricP99:
+		return 99
+	case MetricP999:
+		return 99.9
+	}
+	return 0
+}
+
+// CellFigure reads a cell's figure: Gbps and ops summed over the cell's
+// ops, latencies the worst op's in milliseconds, server CPU per GB from the
+// host metrics. ok is false when the record does not hold it: no result,
+// no completed request for a latency, no server thread metrics or no
+// payload for CPU per GB.
+func CellFigure(r *CellRecord, metric string) (v float64, ok bool) {
+	if r.Result == nil {
+		return 0, false
+	}
+	switch metric {
+	case MetricGbps, MetricOps:
+		for _, o := range r.Result.Ops {
+			if metric == MetricGbps {
+				v += o.Gbps
+			} else {
+				v += o.OpsPerSec
+			}
+		}
+		return v, true
+	case MetricServerCPUPerGB:
+		var payload uint64
+		for _, o := range r.Result.Ops {
+			payload += o.PayloadBytes
+		}
+		cpu, measured := r.Host.ServerCPUSeconds()
+		if !measured || payload == 0 {
+			return 0, false
+		}
+		return cpu / (float64(payload) / 1e9), true
+	}
+	q := LatencyPercentile(metric)
+	if q == 0 {
+		return 0, false
+	}
+	for _, o := range r.Result.Ops {
+		l := o.Latency
+		if l.Count == 0 {
+			continue
+		}
+		us := l.P99
+		switch q {
+		case 99.9:
+			us = l.P999
+		case 95:
+			var err error
+			if us, err = l.ValueAt(95); err != nil {
+				continue
+			}
+		}
+		v, ok = math.Max(v, us/1000), true
+	}
+	return v, ok
+}

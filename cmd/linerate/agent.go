@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/linerate/linerate/sweeps/parts"
+	"github.com/linerate/linerate/sweeps/agent"
+	"github.com/linerate/linerate/sweeps/local"
 )
 
 func init() {
@@ -51,7 +52,7 @@ func runAgent(ctx context.Context, args []string) int {
 	// A coordinator that is gone closes our output: main's signal handling
 	// makes that an error (and a stop) the agent handles — stop servers,
 	// revert tuning — not a SIGPIPE that ends the process first.
-	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
+	a := &agent.Agent{Starter: &local.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)
 		return 1

@@ -17,7 +17,8 @@ import (
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/parts"
+	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/session"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -66,7 +67,7 @@ const (
 
 // sweepStarter also resolves selectors to exact versions so cell IDs carry
 // them (valkey@9.1 -> valkey-9.1.2).
-var sweepStarter = &parts.Starter{}
+var sweepStarter = &local.Starter{}
 
 func runSweep(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
@@ -144,7 +145,7 @@ func runSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 
-	if err := parts.CheckSettings(c); err != nil {
+	if err := session.CheckSettings(c); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
 		return 2
 	}
@@ -345,7 +346,7 @@ func runSoak(ctx context.Context, args []string) int {
 // reapOrphans stops servers a killed runner of this directory left running.
 func reapOrphans(ctx context.Context, dir string) {
 	if prev, err := sweeps.ReadRun(dir); err == nil {
-		for _, r := range parts.ReapOrphans(ctx, prev) {
+		for _, r := range local.ReapOrphans(ctx, prev) {
 			fmt.Fprintf(os.Stderr, "sweep: stopped %s, left running by a killed runner\n", r)
 		}
 	}
@@ -382,8 +383,8 @@ func remote(c *sweeps.Campaign) bool {
 // them, and for aws the campaign's settings and that what (the plan, the
 // soak), needing about need, ends before the dead-man shutdown; nothing is
 // asked of AWS yet. A non-zero exit code is bad input, the error printed.
-func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need time.Duration) (parts.PlaceOptions, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot, SSHFromWide: f.sshFromWide,
+func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need time.Duration) (session.PlaceOptions, int) {
+	opt := session.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot, SSHFromWide: f.sshFromWide,
 		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
 		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
@@ -420,9 +421,9 @@ func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need tim
 		}
 		// Bad settings and work longer than the dead-man fail here, before
 		// anything is asked of AWS.
-		cfg, err := parts.AWSConfig(c, opt)
+		cfg, err := session.AWSConfig(c, opt)
 		if err == nil {
-			err = parts.CheckDeadMan(cfg, what, need)
+			err = session.CheckDeadMan(cfg, what, need)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
@@ -434,12 +435,12 @@ func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need tim
 
 // placeHosts brings up the campaign's hosts; nil and an exit code on
 // failure, the error printed.
-func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, opt parts.PlaceOptions, who string) (*parts.Placement, int) {
+func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, opt session.PlaceOptions, who string) (*session.Placement, int) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
 		return nil, 1
 	}
-	place, err := parts.Place(ctx, c, dir, opt)
+	place, err := session.Place(ctx, c, dir, opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
 		leftoverHint(err, who)
@@ -453,7 +454,7 @@ func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, opt parts.P
 
 // downHosts takes the hosts down, Ctrl-C included: they must not outlive
 // the run.
-func downHosts(ctx context.Context, place *parts.Placement, who string) {
+func downHosts(ctx context.Context, place *session.Placement, who string) {
 	dctx, cancel := infra.TeardownContext(ctx)
 	defer cancel()
 	if err := place.Down(dctx); err != nil {
@@ -478,14 +479,14 @@ type campaignTuning struct {
 	prof  tuning.Profile
 	text  []byte
 	where string
-	tuner parts.HostTuner
+	tuner session.HostTuner
 }
 
 func loadTuning(c *sweeps.Campaign, profilesDir string) (*campaignTuning, error) {
 	if c.Tuning == "" {
 		return nil, nil
 	}
-	prof, where, err := parts.LoadProfile(c.Tuning, profilesDir)
+	prof, where, err := local.LoadProfile(c.Tuning, profilesDir)
 	if err != nil {
 		return nil, err
 	}
@@ -500,14 +501,14 @@ func (t *campaignTuning) queues() int {
 	if t == nil {
 		return 0
 	}
-	return parts.QueuesOf(t.prof)
+	return session.QueuesOf(t.prof)
 }
 
 // apply tunes the placement's hosts, keeping the snapshot in the run
 // directory dir (sweep run and soak share it, so either reverts what a
 // killed one left); it returns the snapshot for the record, the check to
 // run before each cell, and a non-zero exit code on failure (printed).
-func (t *campaignTuning) apply(ctx context.Context, place *parts.Placement, dir, who string) (json.RawMessage, sweeps.TuningCheck, int) {
+func (t *campaignTuning) apply(ctx context.Context, place *session.Placement, dir, who string) (json.RawMessage, sweeps.TuningCheck, int) {
 	if t == nil {
 		return nil, nil, 0
 	}
@@ -529,9 +530,9 @@ func (t *campaignTuning) revert(dir, who string) {
 	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := t.tuner.Revert(rctx); err != nil {
-		snap := filepath.Join(dir, parts.SnapshotFile)
+		snap := filepath.Join(dir, local.SnapshotFile)
 		if t.c.Provider.Kind != sweeps.ProviderLocal {
-			snap = "each host's agent keeps its own " + parts.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
+			snap = "each host's agent keeps its own " + local.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
 		}
 		fmt.Fprintf(os.Stderr, "linerate %s: %v (snapshot: %s)\n", who, err, snap)
 	}

@@ -1,7 +1,6 @@
-package parts
+package session
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,71 +12,15 @@ import (
 
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/infra/sshhost"
+	"github.com/linerate/linerate/sweeps/agent"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
 
 	"github.com/linerate/linerate/infra"
-	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/infra/netns"
-	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 )
-
-// HostBencher runs each cell's load as `linerate bench --json -` on the
-// client host of a provider's pair (a network namespace, an SSH host), as
-// the design has it: the coordinator never measures.
-type HostBencher struct {
-	Host infra.Host
-}
-
-// Bench implements sweeps.Bencher. It gives no window marks: the runner
-// cuts its periodic host snapshots to the window the record reports.
-func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase)) (*lab.Result, error) {
-	bin, err := b.Host.Linerate(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("linerate on %s: %w", b.Host.Name(), err)
-	}
-	argv := append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...)
-	var out, errb bytes.Buffer
-	// A bound even when the connection dies silently: the window, plus
-	// room for the prefill and the drain (each request has its own
-	// timeout, so a stuck server ends the bench well before this).
-	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: &errb,
-		Timeout: time.Duration(w.Warmup) + time.Duration(w.Duration) + 10*time.Minute}
-	if w.Password != "" {
-		cmd.Env = []string{"LINERATE_PASSWORD=" + w.Password}
-	}
-	runErr := b.Host.Exec(ctx, cmd)
-	// A failed run still writes its record; the exit code only says how
-	// it ended, and the record says the same.
-	var res lab.Result
-	if out.Len() > 0 {
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			return nil, fmt.Errorf("bench on %s: record is not JSON (%v); stderr: %s", b.Host.Name(), err, lastLine(errb.String()))
-		}
-		if runErr != nil {
-			return &res, fmt.Errorf("bench on %s: %s", b.Host.Name(), res.Stop.Error)
-		}
-		return &res, nil
-	}
-	if runErr == nil {
-		runErr = errors.New("no record")
-	}
-	return nil, fmt.Errorf("bench on %s: %w; stderr: %s", b.Host.Name(), runErr, lastLine(errb.String()))
-}
-
-// NetPlace lets a launcher start servers inside a netns host and reach
-// them there.
-func NetPlace(h *netns.Host) *launch.NetPlace {
-	if h.Namespace == "" {
-		return nil
-	}
-	return &launch.NetPlace{
-		Wrap:   []string{"ip", "netns", "exec", h.Namespace},
-		Dial:   h.DialContext,
-		Listen: h.Listen,
-	}
-}
 
 // Placement is where a campaign's servers and load run.
 type Placement struct {
@@ -114,7 +57,7 @@ type HostTuner interface {
 // PlaceOptions are what Place needs beyond the campaign.
 type PlaceOptions struct {
 	// Starter starts servers on this machine (local, netns).
-	Starter *Starter
+	Starter *local.Starter
 	// Provider, when set, replaces the ssh or aws provider the campaign's
 	// settings describe: tests give an aws provider on a fake endpoint.
 	Provider infra.Provider
@@ -149,7 +92,7 @@ type PlaceOptions struct {
 func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions) (*Placement, error) {
 	starter := opt.Starter
 	if starter == nil {
-		starter = &Starter{}
+		starter = &local.Starter{}
 	}
 	noop := func(context.Context) error { return nil }
 	host := tuning.NewLiveHost("/")
@@ -157,9 +100,9 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		host = tuning.NewFixtureHost(opt.TuningRoot)
 	}
 	localTuner := func(_ []byte, p tuning.Profile) HostTuner {
-		return &Tuner{Host: host, Profile: p, Log: opt.Log}
+		return &local.Tuner{Host: host, Profile: p, Log: opt.Log}
 	}
-	local := func(hosts []sweeps.HostFacts, b sweeps.Bencher, down func(context.Context) error) *Placement {
+	here := func(hosts []sweeps.HostFacts, b sweeps.Bencher, down func(context.Context) error) *Placement {
 		// The page-fault label needs this machine's price of a fresh page.
 		cost, _ := hostmetrics.MeasureFaultCost(0)
 		for i := range hosts {
@@ -170,7 +113,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 	}
 	switch c.Provider.Kind {
 	case sweeps.ProviderLocal:
-		return local([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, Bencher{}, noop), nil
+		return here([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, local.Bencher{}, noop), nil
 	case sweeps.ProviderNetns:
 		prov, err := netns.FromSettings(c.Provider.Settings)
 		if err != nil {
@@ -189,7 +132,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 			_ = prov.Down(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("netns provider gave a %T server host", pair.Server)
 		}
-		starter.Net, starter.Bind = NetPlace(srv), srv.DataAddr().String()
+		starter.Net, starter.Bind = local.NetPlace(srv), srv.DataAddr().String()
 		server := sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")
 		client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
 		// Tuning acts inside each namespace (its veth, its sysctls), which
@@ -203,7 +146,7 @@ func Place(ctx context.Context, c *sweeps.Campaign, dir string, opt PlaceOptions
 		}
 		agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
 		agents["server"].KernelNetns = fmt.Sprintf("/proc/%d/ns/net", os.Getpid()) // this process's: the machine's
-		pl := local([]sweeps.HostFacts{server, client}, HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
+		pl := here([]sweeps.HostFacts{server, client}, local.HostBencher{Host: pair.Client}, agentsThenDown(agents, prov))
 		pl.Tuner = remoteTuner(agents)
 		return pl, nil
 	case sweeps.ProviderSSH, sweeps.ProviderAWS:
@@ -347,23 +290,23 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, log 
 		}
 		hosts = append(hosts, f)
 	}
-	starter := &RemoteStarter{Agent: agents["server"], Shift: hosts[0].ClockOffset - hosts[1].ClockOffset}
+	starter := &agent.RemoteStarter{Agent: agents["server"], Shift: hosts[0].ClockOffset - hosts[1].ClockOffset}
 	if d := starter.Shift.Abs(); d > 100*time.Millisecond && log != nil {
 		// Corrected, but a clock that jumps during the run is not.
 		log("note: the server host's clock is %v off the client host's; host metrics are shifted to match (is NTP running?)", starter.Shift.Round(time.Millisecond))
 	}
-	return &Placement{Servers: starter, Resolver: starter, Bencher: HostBencher{Host: pair.Client},
+	return &Placement{Servers: starter, Resolver: starter, Bencher: local.HostBencher{Host: pair.Client},
 		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), Down: down}, nil
 }
 
 // pairAgents are the (not yet started) agents of a pair's hosts, by role.
-func pairAgents(pair infra.Pair) map[string]*AgentClient {
-	return map[string]*AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
+func pairAgents(pair infra.Pair) map[string]*agent.AgentClient {
+	return map[string]*agent.AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
 }
 
 // agentsThenDown closes the agents first, so they stop their servers and
 // revert their tuning while the hosts still exist, then takes the pair down.
-func agentsThenDown(agents map[string]*AgentClient, prov infra.Provider) func(context.Context) error {
+func agentsThenDown(agents map[string]*agent.AgentClient, prov infra.Provider) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var errs []error
 		for _, role := range []string{"server", "client"} {
@@ -373,11 +316,20 @@ func agentsThenDown(agents map[string]*AgentClient, prov infra.Provider) func(co
 	}
 }
 
-func remoteTuner(agents map[string]*AgentClient) func([]byte, tuning.Profile) HostTuner {
-	return func(text []byte, _ tuning.Profile) HostTuner { return &RemoteTuner{Agents: agents, Profile: text} }
+func remoteTuner(agents map[string]*agent.AgentClient) func([]byte, tuning.Profile) HostTuner {
+	return func(text []byte, _ tuning.Profile) HostTuner {
+		return &agent.RemoteTuner{Agents: agents, Profile: text}
+	}
 }
 
 // QueuesOf is the queue count a profile asks for (0: it does not say).
 func QueuesOf(p tuning.Profile) int {
 	return max(p.Queues.Combined, p.Queues.RX, p.Queues.TX)
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }

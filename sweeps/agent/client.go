@@ -1,4 +1,4 @@
-package parts
+package agent
 
 // The coordinator's side of the agent: one long command session per remote
 // host, requests answered in order, server exits reported as events.
@@ -21,6 +21,7 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -178,7 +179,7 @@ func (c *AgentClient) session(ctx context.Context) (*session, error) {
 			inR.Close()
 			return
 		}
-		if tail := lastLine(s.stderr.String()); tail != "" {
+		if tail := infra.LastLine(s.stderr.String()); tail != "" {
 			err = fmt.Errorf("%w; agent stderr: %s", err, tail)
 		}
 		outW.CloseWithError(err)
@@ -535,7 +536,7 @@ func (t *RemoteTuner) Apply(ctx context.Context, stateDir string) (json.RawMessa
 		return nil, err
 	}
 	if stateDir != "" {
-		if err := sweeps.WriteFileAtomic(filepath.Join(stateDir, SnapshotFile), b); err != nil {
+		if err := sweeps.WriteFileAtomic(filepath.Join(stateDir, local.SnapshotFile), b); err != nil {
 			return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
 		}
 	}

@@ -1,4 +1,4 @@
-package parts
+package session
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -154,7 +155,7 @@ func TestNetnsPairTunesHostWideSettingsOnce(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	place, err := Place(ctx, c, dir, PlaceOptions{Starter: &Starter{}})
+	place, err := Place(ctx, c, dir, PlaceOptions{Starter: &local.Starter{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func netnsTuneHelper() int {
 		return 1
 	}
 	ctx := context.Background()
-	place, err := Place(ctx, c, os.Getenv("PARTS_DIR"), PlaceOptions{Starter: &Starter{}})
+	place, err := Place(ctx, c, os.Getenv("PARTS_DIR"), PlaceOptions{Starter: &local.Starter{}})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1

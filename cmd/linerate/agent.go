@@ -31,7 +31,7 @@ cancels what it is doing, stops the servers it started and reverts the
 tuning. The tuning snapshot is also kept in --state-dir: the next agent to
 apply a profile here reverts a snapshot left by one that was killed, and by
 hand:
-  sudo linerate tune revert --snapshot DIR/tuning-snapshot.json
+  sudo linerate tune revert --snapshot DIR/` + local.SnapshotFile + `
 
 Flags:
 `

@@ -52,29 +52,55 @@ workload:
 `
 }
 
-// runAll runs every cell of p into dir on the placement and returns the
-// run; every cell must be done.
-func runAll(t *testing.T, p *sweeps.Plan, dir string, pl *Placement, tune sweeps.TuningCheck) *sweeps.Run {
+// open opens c in dir with opt; cleanup closes it (again: Close is safe
+// to repeat for what it tears down).
+func open(t *testing.T, c *sweeps.Campaign, dir string, opt Options) *Session {
 	t.Helper()
-	store, err := sweeps.OpenStore(dir)
+	s, err := Open(context.Background(), c, dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: pl.Servers, Bench: pl.Bencher, Sampler: pl.Sampler, Tuning: tune,
-		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: pl.Hosts}}
-	sum, err := r.Run(context.Background())
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// runAll runs every cell of the session's campaign and returns the run;
+// every cell must be done.
+func runAll(t *testing.T, s *Session) *sweeps.Run {
+	t.Helper()
+	sum, err := s.Run(context.Background(), RunOptions{SampleEvery: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Done != len(p.Cells) || len(sum.Failed) != 0 {
+	if len(sum.Failed) != 0 || sum.Done == 0 {
 		t.Fatalf("%s", sweeps.SummaryText(sum))
 	}
-	run, err := sweeps.ReadRun(dir)
+	run, err := sweeps.ReadRun(s.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return run
+}
+
+// parse parses a campaign given as text, its provider block checked.
+func parse(t *testing.T, file, src string) *sweeps.Campaign {
+	t.Helper()
+	c, err := sweeps.ParseCampaign(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Default().settings(c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// profileIn writes a tuning profile as dir/name.yaml.
+func profileIn(t *testing.T, dir, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // sshConfig reaches h's sshd in the lab as root with the lab's key.

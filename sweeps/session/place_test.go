@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,13 +19,11 @@ import (
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
-	"github.com/linerate/linerate/sweeps/local"
-	"github.com/linerate/linerate/tuning"
 )
 
 // The netns placement: servers start in the server namespace on
 // 198.18.0.1, `linerate bench` runs in the client namespace, the server's
-// NIC counters are its veth's, and the namespaces are gone afterwards.
+// NIC counters are its veth's, and the namespaces are gone after Close.
 func TestRealCampaignOnNetnsPair(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -36,38 +33,14 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	}
 	bin := redisBinary(t)
 	lr := labtest.Binary(t)
-	src := strings.Replace(spec(bin), "name: e2e\n", "name: e2e-netns\nprovider: {kind: netns, binary: "+lr+"}\n", 1)
-	c, err := sweeps.ParseCampaign("e2e-netns.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sweeps.NewPlan(context.Background(), c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	st := &local.Starter{}
+	src := strings.Replace(spec(bin), "name: e2e\n", "name: e2e-netns\ntuning: queues\nprovider: {kind: netns, binary: "+lr+"}\n", 1)
+	c := parse(t, "e2e-netns.yaml", src)
+	dir, profiles := t.TempDir(), t.TempDir()
 	// The profile asks for 2 queues: the veth is created with 2, and the
 	// agent in each namespace sets them and a per-namespace sysctl there.
-	text := []byte("nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
-	prof, err := tuning.ParseProfile(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	place, err := Place(context.Background(), c, dir, PlaceOptions{Starter: st, Queues: QueuesOf(prof)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			_ = place.Down(context.Background())
-		}
-	})
-	tuner := place.Tuner(text, prof)
-	if _, err := tuner.Apply(context.Background(), ""); err != nil {
-		t.Fatal(err)
-	}
+	profileIn(t, profiles, "queues", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
+	s := open(t, c, dir, Options{Profiles: profiles})
+	run := runAll(t, s)
 	srvNS, _ := netnsPair(t)
 	for _, check := range []struct{ cmd, want string }{
 		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},
@@ -78,7 +51,6 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 			t.Errorf("in %s, %s: %q %v, want %s", srvNS, check.cmd, got, err, check.want)
 		}
 	}
-	run := runAll(t, p, dir, place, tuner)
 	for _, rec := range run.Sorted() {
 		if rec.Result.Workload.Host != "198.18.0.1" {
 			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)
@@ -92,33 +64,30 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 		if veth == nil || veth.TxBytes+veth.RxBytes == 0 {
 			t.Errorf("%s: no traffic on the server's veth: %+v", rec.CellID, rec.Host.NICs)
 		}
-	}
-	for _, rec := range run.Sorted() {
 		if rec.Tuning == nil || rec.Tuning.Drifts != 0 {
 			t.Errorf("%s: tuning check %+v", rec.CellID, rec.Tuning)
 		}
 	}
-	if err := place.Down(context.Background()); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	downed = true
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	if strings.Contains(string(out), "lr-"+strconv.Itoa(os.Getpid())) {
-		t.Errorf("namespaces left after Down:\n%s", out)
+		t.Errorf("namespaces left after Close:\n%s", out)
 	}
 }
 
-// remoteCampaign runs the campaign src on pl and checks what only a
+// remoteCampaign runs the session's campaign and checks what only a
 // remote placement can get wrong: the server ran on the server host at its
 // data address, the agent sampled that host (server threads and its veth),
-// the versions resolved there, and Down leaves no server and no agent.
-func remoteCampaign(t *testing.T, l *sshtest.Lab, c *sweeps.Campaign, pl *Placement, tune sweeps.TuningCheck, dir string) *sweeps.Run {
+// the versions resolved there, and Close leaves no server and no agent.
+// whileUp, when given, looks at the run before Close.
+func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*sweeps.Run)) *sweeps.Run {
 	t.Helper()
-	p, err := sweeps.NewPlan(context.Background(), c, pl.Resolver)
-	if err != nil {
-		t.Fatal(err)
+	run := runAll(t, s)
+	if whileUp != nil {
+		whileUp(run)
 	}
-	run := runAll(t, p, dir, pl, tune)
 	for _, rec := range run.Sorted() {
 		if rec.Result.Workload.Host != "198.18.0.1" {
 			t.Errorf("%s: bench addressed %s, not the server host's data address", rec.CellID, rec.Result.Workload.Host)
@@ -154,20 +123,20 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, c *sweeps.Campaign, pl *Placem
 	if len(pids) == 0 {
 		t.Fatal("no server recorded")
 	}
-	if err := pl.Down(context.Background()); err != nil {
-		t.Fatalf("down: %v", err)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatalf("close: %v", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && (alive(pids[len(pids)-1]) || len(agentsRunning(t)) > 0) {
+	for time.Now().Before(deadline) && (alive(pids[len(pids)-1]) || len(agentsRunning(t, l.Pair.Server, l.Pair.Client)) > 0) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, pid := range pids {
 		if alive(pid) {
-			t.Errorf("server pid %d still runs after Down", pid)
+			t.Errorf("server pid %d still runs after Close", pid)
 		}
 	}
-	if a := agentsRunning(t); len(a) > 0 {
-		t.Errorf("agents still run after Down: %q", a)
+	if a := agentsRunning(t, l.Pair.Server, l.Pair.Client); len(a) > 0 {
+		t.Errorf("agents still run after Close: %q", a)
 	}
 	return run
 }
@@ -175,18 +144,6 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, c *sweeps.Campaign, pl *Placem
 // remoteSpec is the e2e campaign named name on the given provider.
 func remoteSpec(bin, name, provider string) string {
 	return strings.Replace(spec(bin), "name: e2e\n", "name: "+name+"\nprovider: "+provider+"\n", 1)
-}
-
-// placeOn brings the campaign up on prov; cleanup takes it down (again:
-// Down is safe to repeat).
-func placeOn(t *testing.T, c *sweeps.Campaign, dir string, prov infra.Provider) *Placement {
-	t.Helper()
-	pl, err := Place(context.Background(), c, dir, PlaceOptions{Provider: prov})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pl.Down(context.Background()) })
-	return pl
 }
 
 // A campaign on an ssh pair: a real sshd in each namespace of a netns pair
@@ -197,55 +154,40 @@ func placeOn(t *testing.T, c *sweeps.Campaign, dir string, prov infra.Provider) 
 func TestRealCampaignOnSSHPair(t *testing.T) {
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-ssh")
-	dir := t.TempDir()
-	profile := filepath.Join(dir, "veth.yaml")
+	dir, profiles := t.TempDir(), t.TempDir()
 	// nic_address names the NIC by the data address: each host tunes its
 	// own veth. somaxconn is per namespace, so the machine is untouched.
-	if err := os.WriteFile(profile, []byte("nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 1, tx: 1}\nsysctls: {net.core.somaxconn: \"1111\"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	profileIn(t, profiles, "veth", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 1, tx: 1}\nsysctls: {net.core.somaxconn: \"1111\"}\n")
 	src := remoteSpec(bin, "e2e-ssh", "{kind: ssh, server: root@198.18.0.1:2222, client: root@198.18.0.2:2222, key: /nonexistent}")
-	c, err := sweeps.ParseCampaign("e2e-ssh.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := parse(t, "e2e-ssh.yaml", "tuning: veth\n"+src)
 	before := readSysctl(t, l.Pair.Server.(*netns.Host).Namespace, "net.core.somaxconn")
 	// The campaign's key file does not exist here: the test's provider has
 	// the lab's key in memory, as a provider built from settings has it
 	// from the file.
 	prov := &sshhost.Provider{Server: sshConfig(t, l, l.Pair.Server, "server", ""), Client: sshConfig(t, l, l.Pair.Client, "client", "")}
-	pl := placeOn(t, c, dir, prov)
-	prof, _, err := local.LoadProfile(profile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := os.ReadFile(profile)
-	tuner := pl.Tuner(text, prof)
-	snap, err := tuner.Apply(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(snap), `"server"`) || !strings.Contains(string(snap), `"client"`) {
-		t.Errorf("tuning snapshot does not name both hosts: %s", snap)
-	}
-	for _, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
-		if got := readSysctl(t, h.(*netns.Host).Namespace, "net.core.somaxconn"); got != "1111" {
-			t.Errorf("%s: somaxconn %s after apply, want 1111", h.Name(), got)
+	s := open(t, c, dir, Options{Provider: prov, Profiles: profiles})
+	run := remoteCampaign(t, l, s, func(run *sweeps.Run) {
+		for _, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
+			if got := readSysctl(t, h.(*netns.Host).Namespace, "net.core.somaxconn"); got != "1111" {
+				t.Errorf("%s: somaxconn %s while the session runs, want 1111", h.Name(), got)
+			}
 		}
-	}
-	run := remoteCampaign(t, l, c, pl, tuner, dir)
+		if snap := string(run.Env.Tuning); !strings.Contains(snap, `"server"`) || !strings.Contains(snap, `"client"`) {
+			t.Errorf("tuning snapshot does not name both hosts: %s", snap)
+		}
+	})
 	for _, rec := range run.Sorted() {
 		if rec.Tuning == nil || rec.Tuning.Drifts != 0 || !strings.Contains(string(rec.Tuning.Report), `"client"`) {
 			t.Errorf("%s: tuning check %+v", rec.CellID, rec.Tuning)
 		}
 	}
-	// Down closed the agents, which reverted their tuning.
+	// Close closed the agents, which reverted their tuning.
 	for _, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
 		if got := readSysctl(t, h.(*netns.Host).Namespace, "net.core.somaxconn"); got != before {
-			t.Errorf("%s: somaxconn %s after Down, want %s again", h.Name(), got, before)
+			t.Errorf("%s: somaxconn %s after Close, want %s again", h.Name(), got, before)
 		}
 	}
-	known, _ := os.ReadFile(filepath.Join(dir, "known_hosts"))
+	known, _ := os.ReadFile(dir + "/known_hosts")
 	if n := strings.Count(string(known), "ssh-ed25519"); n != 2 {
 		t.Errorf("known_hosts pins %d keys, want 2:\n%s", n, known)
 	}
@@ -254,7 +196,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 // A campaign on an aws pair against the local EC2/SSM fake, whose two
 // instances are the sshd namespaces: the provider's whole Up (placement
 // group, security group, key pair, one RunInstances) runs against the
-// fake, the cells run over SSH, and after Down the fake's ledger holds no
+// fake, the cells run over SSH, and after Close the fake's ledger holds no
 // live resource.
 func TestRealCampaignOnFakeAWSPair(t *testing.T) {
 	bin := redisBinary(t)
@@ -265,16 +207,13 @@ func TestRealCampaignOnFakeAWSPair(t *testing.T) {
 	dir := t.TempDir()
 	src := remoteSpec(bin, "e2e-aws", "{kind: aws, instance-type: "+itype+", region: us-east-1, ssh-from: 203.0.113.7/32}")
 	src = strings.Replace(src, "  - {binary: "+bin+", label: two-io, io-threads: 2}\n", "", 1)
-	c, err := sweeps.ParseCampaign("e2e-aws.yaml", []byte(src))
-	if err != nil {
+	c := parse(t, "e2e-aws.yaml", src)
+	var set aws.Settings
+	if err := c.Provider.Decode(&set); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := aws.FromSettings(c.Provider.Settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Access = aws.Access{Region: "us-east-1", AccessKeyID: "AKIDFAKEFAKEFAKE", SecretAccessKey: "fake-secret",
-		Endpoint: f.URL, MaxBackoff: 5 * time.Millisecond}
+	cfg := set.Config(aws.Access{Region: "us-east-1", AccessKeyID: "AKIDFAKEFAKEFAKE", SecretAccessKey: "fake-secret",
+		Endpoint: f.URL, MaxBackoff: 5 * time.Millisecond})
 	cfg.Poll, cfg.RunningTimeout, cfg.SSHTimeout, cfg.DeleteTimeout = 2*time.Millisecond, time.Second, 5*time.Second, 5*time.Second
 	prov, err := aws.New(context.Background(), cfg)
 	if err != nil {
@@ -290,10 +229,9 @@ func TestRealCampaignOnFakeAWSPair(t *testing.T) {
 		}
 		return sh, sh.Connect(ctx)
 	}
-	pl := placeOn(t, c, dir, prov)
-	remoteCampaign(t, l, c, pl, nil, dir)
+	remoteCampaign(t, l, open(t, c, dir, Options{Provider: prov}), nil)
 	if live := f.Live(); len(live) > 0 {
-		t.Errorf("the fake's ledger holds %d live resources after Down: %+v", len(live), live)
+		t.Errorf("the fake's ledger holds %d live resources after Close: %+v", len(live), live)
 	}
 	var instances int
 	for _, res := range f.All() {

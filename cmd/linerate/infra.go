@@ -172,6 +172,9 @@ func infraUp(ctx context.Context, tbl *session.Table, f infraFlags, op session.O
 	settings, _ := tbl.NewSettings(f.provider)
 	switch s := settings.(type) {
 	case *sshhost.Settings:
+		if f.server == "" || f.client == "" || f.key == "" {
+			return usageErr("up: the ssh provider needs --server, --client and --key")
+		}
 		*s = sshhost.Settings{Server: sshhost.Target{Address: f.server}, Client: sshhost.Target{Address: f.client}, Key: f.key, Dist: f.dist}
 	case *aws.Settings:
 		*s = aws.Settings{InstanceType: f.instanceType, Region: f.region, PublicKey: f.pubKey, PrivateKey: f.privKey,

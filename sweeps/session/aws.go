@@ -58,7 +58,7 @@ func awsCheck(st Settings, op *Operator, w Work) error {
 	s := st.(*aws.Settings)
 	switch {
 	case op.AWS.Profile == "" && !op.KeysFromEnv:
-		return errors.New("aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)")
+		return &CampaignError{errors.New("aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)")}
 	case op.KeysFromEnv && (op.AWS.AccessKeyID == "" || op.AWS.SecretAccessKey == ""):
 		return errors.New("--access-keys-from-env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set")
 	}
@@ -70,7 +70,7 @@ func awsCheck(st Settings, op *Operator, w Work) error {
 		return infra.Fieldf("ssh-from", "%v", err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return &CampaignError{err}
 	}
 	dm := cfg.DeadManOrDefault()
 	if w.Need+PairUpAllowance <= dm {

@@ -83,6 +83,13 @@ func (op *Operator) logf(format string, args ...any) {
 	}
 }
 
+// CampaignError is a check's error about the campaign as a whole (what
+// it asks for needs credentials): the session names the campaign's file.
+type CampaignError struct{ Err error }
+
+func (e *CampaignError) Error() string { return e.Err.Error() }
+func (e *CampaignError) Unwrap() error { return e.Err }
+
 // Row is one kind of provider.
 type Row struct {
 	Kind  string
@@ -96,7 +103,8 @@ type Row struct {
 	// Check finds, before anything is made, what the settings and the
 	// operator's word cannot run: unreadable key files, no credentials,
 	// work that outlasts the hosts. infra.FieldErrors name settings
-	// fields. nil: nothing beyond Validate.
+	// fields, a *CampaignError the campaign; others name flags. nil:
+	// nothing beyond Validate.
 	Check func(s Settings, op *Operator, w Work) error
 	// Provider is the provider of the pair the settings describe, built
 	// after the operator's consent where the pair costs money (ErrNotLaunched

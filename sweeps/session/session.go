@@ -87,8 +87,11 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 	// credentials and deadlines its own business.
 	if row.Check != nil && opt.Provider == nil {
 		if err := row.Check(s, &opt.Operator, opt.Work); err != nil {
+			var ce *CampaignError
 			if fields, _ := infra.FieldErrors(err); len(fields) > 0 {
 				err = c.Provider.Locate(err)
+			} else if errors.As(err, &ce) {
+				err = fmt.Errorf("%s: %w", c.File, err)
 			}
 			return nil, input(err)
 		}

@@ -19,7 +19,7 @@ var ErrNotLaunched = errors.New("aws pair not launched")
 const PairUpAllowance = 15 * time.Minute
 
 func awsRow() *Row {
-	return &Row{Kind: "aws", Hosts: HostsAgents, Estimate: remoteEstimate,
+	return &Row{Kind: "aws", Hosts: HostsAgents, Estimate: remoteEstimate(),
 		Settings: func() Settings { return &aws.Settings{} },
 		Check:    awsCheck,
 		Provider: awsProvider,

@@ -205,8 +205,10 @@ func (t *Table) settings(c *sweeps.Campaign) (*Row, Settings, error) {
 
 // remoteEstimate is the estimate on hosts of their own: SSH round trips
 // per cell, containers to start.
-var remoteEstimate = sweeps.EstimateParams{ServerStart: lab.Duration(10 * time.Second),
-	CellOverhead: lab.Duration(3 * time.Second), PrefillRate: 2 << 30}
+func remoteEstimate() sweeps.EstimateParams {
+	return sweeps.EstimateParams{ServerStart: lab.Duration(10 * time.Second),
+		CellOverhead: lab.Duration(3 * time.Second), PrefillRate: 2 << 30}
+}
 
 // localSettings are the local provider's: none.
 type localSettings struct{}
@@ -235,7 +237,7 @@ func netnsRow() *Row {
 }
 
 func sshRow() *Row {
-	return &Row{Kind: "ssh", Hosts: HostsAgents, Estimate: remoteEstimate,
+	return &Row{Kind: "ssh", Hosts: HostsAgents, Estimate: remoteEstimate(),
 		Settings: func() Settings { return &sshhost.Settings{} },
 		Check:    func(s Settings, _ *Operator, _ Work) error { return s.(*sshhost.Settings).Check() },
 		Provider: func(_ context.Context, s Settings, _ *Operator, _ string) (infra.Provider, error) {

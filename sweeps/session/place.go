@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -118,8 +117,16 @@ func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, 
 		a.StateDir = filepath.Join(abs, "agent-"+role)
 	}
 	agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
-	agents["server"].KernelNetns = fmt.Sprintf("/proc/%d/ns/net", os.Getpid()) // this process's: the machine's
-	pl := placeHere([]sweeps.HostFacts{server, client}, starter, local.HostBencher{Host: pair.Client, Live: live}, agentsThenDown(agents, prov))
+	// The machine's namespace, held by this process until Down, so the
+	// server's agent can open it by path when it applies.
+	machine, err := tuning.OpenMachineNetns()
+	if err != nil {
+		return fail(err)
+	}
+	agents["server"].KernelNetns = machine.Path
+	down := agentsThenDown(agents, prov)
+	downAndLetGo := func(ctx context.Context) error { defer machine.Close(); return down(ctx) }
+	pl := placeHere([]sweeps.HostFacts{server, client}, starter, local.HostBencher{Host: pair.Client, Live: live}, downAndLetGo)
 	pl.Tuner, pl.agentsTune = remoteTuner(agents), true
 	return pl, nil
 }

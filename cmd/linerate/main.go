@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/linerate/linerate/infra/stopsignal"
 )
 
 // command is one subcommand. run returns the process exit code.
@@ -63,6 +65,6 @@ func main() {
 	// The first Ctrl-C, SIGTERM or hangup cancels the context so work stops
 	// cleanly, records are written and what was started is torn down; the
 	// teardown is abandoned only on a third within 10 s of a second.
-	ctx := stopOnSignals(context.Background(), os.Stderr, func() { os.Exit(130) })
+	ctx := stopsignal.Context(context.Background(), os.Stderr, func() { os.Exit(130) })
 	os.Exit(c.run(ctx, os.Args[2:]))
 }

@@ -1,4 +1,8 @@
-package main
+// Package stopsignal is how a linerate command ends on a signal: the first
+// Ctrl-C, SIGTERM or hangup stops the work so what it started is torn down;
+// the teardown is abandoned only on a third signal soon after a second; a
+// broken pipe of its own output counts as a hangup.
+package stopsignal
 
 import (
 	"context"
@@ -53,7 +57,7 @@ func (p *signalPolicy) on(now time.Time) signalAction {
 	return actWarn
 }
 
-// stopOnSignals returns a context cancelled by the first stop signal,
+// Context returns a context cancelled by the first stop signal,
 // after which later ones follow signalPolicy: messages go to out, and
 // abandon is called (it exits) on a third within the window. A broken
 // pipe is an error to the writer, not the end of the process, which
@@ -61,7 +65,7 @@ func (p *signalPolicy) on(now time.Time) signalAction {
 // gone (an SSH session without a terminal closed: no hangup comes), it is
 // a stop like the hangup; any other (a child's input) is only the
 // writer's error. It never counts as a second or third signal.
-func stopOnSignals(parent context.Context, out io.Writer, abandon func()) context.Context {
+func Context(parent context.Context, out io.Writer, abandon func()) context.Context {
 	ctx, cancel := context.WithCancel(parent)
 	// Notify, not Ignore: an ignored signal would be inherited by the
 	// servers and tools linerate starts.

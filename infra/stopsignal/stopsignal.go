@@ -16,11 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stopSignals end a command cleanly: Ctrl-C, a kill, and the hangup of
-// the terminal or SSH session the command runs in (its output goes nowhere
-// then, but what it started must still be torn down).
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
-
 // abandonWindow is how long after a repeated signal another one abandons
 // the teardown.
 const abandonWindow = 10 * time.Second
@@ -68,9 +63,12 @@ func (p *signalPolicy) on(now time.Time) signalAction {
 func Context(parent context.Context, out io.Writer, abandon func()) context.Context {
 	ctx, cancel := context.WithCancel(parent)
 	// Notify, not Ignore: an ignored signal would be inherited by the
-	// servers and tools linerate starts.
+	// servers and tools linerate starts. Stop signals: Ctrl-C, a kill, and
+	// the hangup of the terminal or SSH session the command runs in (its
+	// output goes nowhere then, but what it started must still be torn
+	// down).
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, append(stopSignals, syscall.SIGPIPE)...)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
 		p := signalPolicy{window: abandonWindow}
 		for sig := range ch {

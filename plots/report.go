@@ -95,6 +95,23 @@ type reportCPUGroup struct {
 	Figures []reportFigure
 }
 
+// ReportFile is the report's file in a run directory, unless told where.
+const ReportFile = "report.html"
+
+// SaveReport writes c's report (WriteReport) to path, "" for ReportFile
+// in the run directory, all at once: a reader never sees half of one. It
+// says where it went and its size in bytes.
+func SaveReport(c *Campaign, path string, opt ReportOptions) (string, int, error) {
+	if path == "" {
+		path = filepath.Join(c.Dir, ReportFile)
+	}
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, c, opt); err != nil {
+		return path, 0, err
+	}
+	return path, buf.Len(), sweeps.WriteFileAtomic(path, buf.Bytes())
+}
+
 // WriteReport writes one self-contained HTML file: charts inline as PNG
 // data URIs, tables, the environment, failures and gaps, and the commands
 // that reproduce the campaign. It loads nothing from anywhere.

@@ -1,6 +1,9 @@
 package sweeps
 
 import (
+	"fmt"
+	"io"
+	"runtime"
 	"strings"
 	"time"
 
@@ -22,6 +25,16 @@ func ThisBuild() Build {
 	lb := lab.Build() // one notion of "this binary" for bench records and run records
 	commit, dirty := strings.CutSuffix(lb.Commit, "-dirty")
 	return Build{Version: lb.Version, Commit: commit, Modified: dirty, GoVersion: lb.GoVersion}
+}
+
+// WriteText prints one fact a line, name first, for people and grep.
+func (b Build) WriteText(w io.Writer) {
+	commit, modified := b.Commit, fmt.Sprint(b.Modified)
+	if commit == "" {
+		commit, modified = "unknown (built without VCS information)", "unknown"
+	}
+	fmt.Fprintf(w, "linerate %s\ncommit   %s\nmodified %s\ngo       %s %s/%s\n",
+		b.Version, commit, modified, b.GoVersion, runtime.GOOS, runtime.GOARCH)
 }
 
 // HostFacts is one host of the run.

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-
-	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/sweeps/agent"
 	"github.com/linerate/linerate/sweeps/local"
@@ -37,18 +34,14 @@ Flags:
 `
 
 func runAgent(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
-	stateDir := fs.String("state-dir", ".cache/linerate/agent", "where the tuning snapshot is kept on this host")
-	store := fs.String("store", "", "server-version store on this host (default $LINERATE_HOME or the cache directory)")
-	docker := fs.String("docker", "docker", "command that runs image versions (podman takes the same arguments)")
-	metricsAddr := fs.String("metrics-listen", "", "serve this host's sampler figures (CPUs, interfaces, each server's threads) as OpenMetrics at http://ADDR/metrics (off unless given; only on ADDR)")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, agentUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate agent: %v (see linerate agent --help)\n", err)
-		return 2
+	c := newCLI("agent", agentUsage)
+	// In the order --help has always listed them.
+	docker := c.String("docker", "docker", "command that runs image versions (podman takes the same arguments)")
+	metricsAddr := c.String("metrics-listen", "", "serve this host's sampler figures (CPUs, interfaces, each server's threads) as OpenMetrics at http://ADDR/metrics (off unless given; only on ADDR)")
+	stateDir := c.String("state-dir", ".cache/linerate/agent", "where the tuning snapshot is kept on this host")
+	store := c.String("store", "", "server-version store on this host (default $LINERATE_HOME or the cache directory)")
+	if code, done := c.parse(args, 0, -1, ""); done {
+		return code
 	}
 	// A coordinator that is gone closes our output: main's signal handling
 	// makes that an error (and a stop) the agent handles — stop servers,
@@ -58,12 +51,9 @@ func runAgent(ctx context.Context, args []string) int {
 	if code != 0 {
 		return code
 	}
-	if msrv != nil {
-		defer msrv.Close()
-	}
+	defer msrv.Close()
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(os.Stderr, "linerate agent: %v\n", err)
-		return 1
+		return c.fail(err)
 	}
 	return 0
 }

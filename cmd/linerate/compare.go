@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-
-	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/sweeps"
 )
@@ -37,56 +32,37 @@ Flags:
 `
 
 func runCompare(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
-	fs.SortFlags = false
-	metric := fs.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 (ms, the worst op's) or server-cpu-per-gb (server CPU seconds per GB moved)")
-	baseline := fs.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
-	alpha := fs.Float64("alpha", 0.05, "significance level for the * mark")
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, compareUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate compare: %v (see linerate compare --help)\n", err)
-		return 2
+	c := newCLI("compare", compareUsage)
+	metric := c.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 (ms, the worst op's) or server-cpu-per-gb (server CPU seconds per GB moved)")
+	baseline := c.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
+	alpha := c.Float64("alpha", 0.05, "significance level for the * mark")
+	asJSON := c.Bool("json", false, "print JSON")
+	if code, done := c.parse(args, 0, -1, ""); done {
+		return code
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(os.Stderr, "linerate compare: give one run directory (versions within it) or two (run against run)")
-		return 2
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return c.bad("give one run directory (versions within it) or two (run against run)")
 	}
 	if *alpha <= 0 || *alpha >= 1 {
-		fmt.Fprintf(os.Stderr, "linerate compare: --alpha %g: use a level between 0 and 1 such as 0.05\n", *alpha)
-		return 2
+		return c.bad("--alpha %g: use a level between 0 and 1 such as 0.05", *alpha)
 	}
 	if _, ok := sweeps.MetricByName(*metric); !ok {
-		fmt.Fprintf(os.Stderr, "linerate compare: --metric %q: use %s\n", *metric, sweeps.MetricNames())
-		return 2
+		return c.bad("--metric %q: use %s", *metric, sweeps.MetricNames())
 	}
 	var runs []*sweeps.Run
-	for _, d := range fs.Args() {
+	for _, d := range c.Args() {
 		r, err := sweeps.ReadRun(d)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate compare: %v\n", err)
-			return 2
+			return c.bad("%v", err)
 		}
 		runs = append(runs, r)
 	}
-	c, err := sweeps.Compare(runs, sweeps.CompareOptions{Metric: *metric, Baseline: *baseline, Alpha: *alpha})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate compare: %v\n", err)
-		return 2
+	cmp, err := sweeps.Compare(runs, sweeps.CompareOptions{Metric: *metric, Baseline: *baseline, Alpha: *alpha})
+	switch {
+	case err != nil:
+		return c.bad("%v", err)
+	case *asJSON:
+		return c.json(cmp)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(c); err != nil {
-			return 1
-		}
-		return 0
-	}
-	if err := sweeps.WriteComparison(os.Stdout, c); err != nil {
-		return 1
-	}
-	return 0
+	return c.exit(sweeps.WriteComparison(os.Stdout, cmp))
 }

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-
-	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/export"
@@ -40,41 +36,21 @@ Flags:
 `
 
 func runExport(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("export", pflag.ContinueOnError)
-	fs.SortFlags = false
-	format := fs.String("format", string(export.CSV), "csv (a header line, then rows) or ndjson (one JSON object per line)")
-	series := fs.Bool("series", false, "one row per cell, operation and second of the measured window")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, exportUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate export: %v (see linerate export --help)\n", err)
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "linerate export: give one run directory, e.g. linerate export runs/local > local.csv (see linerate export --help)")
-		return 2
+	c := newCLI("export", exportUsage)
+	format := c.String("format", string(export.CSV), "csv (a header line, then rows) or ndjson (one JSON object per line)")
+	series := c.Bool("series", false, "one row per cell, operation and second of the measured window")
+	if code, done := c.parse(args, 1, 1, "give one run directory, e.g. linerate export runs/local > local.csv"); done {
+		return code
 	}
 	f, err := export.ParseFormat(*format)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate export: --format %v\n", err)
-		return 2
+		return c.bad("--format %v", err)
 	}
-	run, err := sweeps.ReadRun(fs.Arg(0))
+	run, err := sweeps.ReadRun(c.Arg(0))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate export: %v\n", err)
-		return 2
+		return c.bad("%v", err)
 	}
-	for _, p := range run.Problems {
-		fmt.Fprintf(os.Stderr, "linerate export: warning: unreadable %s (left out)\n", p)
-	}
-	if err := export.Write(os.Stdout, run, export.Options{Format: f, Series: *series}); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate export: %v\n", err)
-		if ie := (*export.InputError)(nil); errors.As(err, &ie) {
-			return 2
-		}
-		return 1
-	}
-	return 0
+	c.warnUnreadable(run.Problems, "left out")
+	c.input = is[*export.InputError]
+	return c.exit(export.Write(os.Stdout, run, export.Options{Format: f, Series: *series}))
 }

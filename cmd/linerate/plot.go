@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-
-	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/plots"
 )
@@ -38,55 +35,47 @@ Flags:
 `
 
 func runPlot(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("plot", pflag.ContinueOnError)
-	fs.SortFlags = false
-	format := fs.String("format", "png,svg", "chart formats: png, svg or png,svg")
-	out := fs.String("out", "", "output directory (default RUNDIR/charts)")
-	tables := fs.Bool("tables", false, "print the Markdown tables to stdout and draw nothing")
-	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, plotUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate plot: %v (see linerate plot --help)\n", err)
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "linerate plot: give one run directory, e.g. linerate plot runs/local (see linerate plot --help)")
-		return 2
+	c := newCLI("plot", plotUsage)
+	format := c.String("format", "png,svg", "chart formats: png, svg or png,svg")
+	out := c.String("out", "", "output directory (default RUNDIR/charts)")
+	tables := c.Bool("tables", false, "print the Markdown tables to stdout and draw nothing")
+	percentiles := c.String("percentiles", "p99,p99.9", percentilesHelp)
+	if code, done := c.parse(args, 1, 1, "give one run directory, e.g. linerate plot runs/local"); done {
+		return code
 	}
 	formats, err := plots.ParseFormats(*format)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate plot: --format: %v\n", err)
-		return 2
+		return c.bad("--format: %v", err)
 	}
-	pct, err := plots.ParsePercentiles(*percentiles)
+	camp, code := c.loadRun(*percentiles, "left out")
+	switch {
+	case camp == nil:
+		return code
+	case *tables:
+		return c.exit(plots.WriteMarkdown(os.Stdout, plots.Tables(camp)))
+	}
+	w, err := plots.Render(camp, plots.Options{Out: *out, Formats: formats})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate plot: --percentiles: %v\n", err)
-		return 2
-	}
-	c, err := plots.Load(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate plot: %v\n", err)
-		return 2
-	}
-	c.Percentiles = pct
-	for _, p := range c.Problems {
-		fmt.Fprintf(os.Stderr, "linerate plot: warning: unreadable %s (left out)\n", p)
-	}
-	if *tables {
-		if err := plots.WriteMarkdown(os.Stdout, plots.Tables(c)); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate plot: %v\n", err)
-			return 1
-		}
-		return 0
-	}
-	w, err := plots.Render(c, plots.Options{Out: *out, Formats: formats})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate plot: %v\n", err)
-		return 1
+		return c.fail(err)
 	}
 	fmt.Printf("%d charts (%d files) and %s in %s\n", len(w.Charts), len(w.Files)-1, plots.TablesFile, w.Dir)
 	return 0
+}
+
+const percentilesHelp = "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9"
+
+// loadRun reads the run directory for charts, with its latency
+// percentiles; nil and the exit code when it cannot, the error printed.
+func (c *cli) loadRun(percentiles, problems string) (*plots.Campaign, int) {
+	pct, err := plots.ParsePercentiles(percentiles)
+	if err != nil {
+		return nil, c.bad("--percentiles: %v", err)
+	}
+	camp, err := plots.Load(c.Arg(0))
+	if err != nil {
+		return nil, c.bad("%v", err)
+	}
+	camp.Percentiles = pct
+	c.warnUnreadable(camp.Problems, problems)
+	return camp, 0
 }

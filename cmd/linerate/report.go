@@ -1,17 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/plots"
-	"github.com/linerate/linerate/sweeps"
 )
 
 func init() {
@@ -35,49 +28,20 @@ Flags:
 `
 
 func runReport(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	fs.SortFlags = false
-	out := fs.String("out", "", "output file (default RUNDIR/report.html)")
-	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, reportUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate report: %v (see linerate report --help)\n", err)
-		return 2
+	c := newCLI("report", reportUsage)
+	out := c.String("out", "", "output file (default RUNDIR/report.html)")
+	percentiles := c.String("percentiles", "p99,p99.9", percentilesHelp)
+	if code, done := c.parse(args, 1, 1, "give one run directory, e.g. linerate report runs/local"); done {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "linerate report: give one run directory, e.g. linerate report runs/local (see linerate report --help)")
-		return 2
+	camp, code := c.loadRun(*percentiles, "listed in the report")
+	if camp == nil {
+		return code
 	}
-	pct, err := plots.ParsePercentiles(*percentiles)
+	path, size, err := plots.SaveReport(camp, *out, plots.ReportOptions{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate report: --percentiles: %v\n", err)
-		return 2
+		return c.fail(err)
 	}
-	c, err := plots.Load(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate report: %v\n", err)
-		return 2
-	}
-	c.Percentiles = pct
-	for _, p := range c.Problems {
-		fmt.Fprintf(os.Stderr, "linerate report: warning: unreadable %s (listed in the report)\n", p)
-	}
-	path := *out
-	if path == "" {
-		path = filepath.Join(fs.Arg(0), "report.html")
-	}
-	var buf bytes.Buffer
-	if err := plots.WriteReport(&buf, c, plots.ReportOptions{}); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate report: %v\n", err)
-		return 1
-	}
-	if err := sweeps.WriteFileAtomic(path, buf.Bytes()); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate report: %v\n", err)
-		return 1
-	}
-	fmt.Printf("report: %s (%d KiB)\n", path, (buf.Len()+1023)/1024)
+	fmt.Printf("report: %s (%d KiB)\n", path, (size+1023)/1024)
 	return 0
 }

@@ -2,13 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"runtime"
-
-	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/sweeps"
 )
@@ -30,34 +24,18 @@ Flags:
 `
 
 func runVersion(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("version", pflag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON, as run directories store it (env.json's linerate block)")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, versionUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate version: %v (see linerate version --help)\n", err)
-		return 2
+	c := newCLI("version", versionUsage)
+	asJSON := c.Bool("json", false, "print JSON, as run directories store it (env.json's linerate block)")
+	if code, done := c.parse(args, 0, -1, ""); done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "linerate version: unexpected argument %q (see linerate version --help)\n", fs.Arg(0))
-		return 2
+	if c.NArg() > 0 {
+		return c.usage("unexpected argument %q", c.Arg(0))
 	}
 	b := sweeps.ThisBuild()
 	if *asJSON {
-		return printJSON(b)
+		return c.json(b)
 	}
-	writeVersion(os.Stdout, b)
+	b.WriteText(os.Stdout)
 	return 0
-}
-
-// writeVersion prints one fact a line, name first, for people and grep.
-func writeVersion(w io.Writer, b sweeps.Build) {
-	commit, modified := b.Commit, fmt.Sprint(b.Modified)
-	if commit == "" {
-		commit, modified = "unknown (built without VCS information)", "unknown"
-	}
-	fmt.Fprintf(w, "linerate %s\ncommit   %s\nmodified %s\ngo       %s %s/%s\n",
-		b.Version, commit, modified, b.GoVersion, runtime.GOOS, runtime.GOARCH)
 }

@@ -70,8 +70,12 @@ func Listen(addr string, cs ...prometheus.Collector) (*Server, error) {
 // URL is where a scraper finds the metrics.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + Path }
 
-// Close stops serving; a scrape under way gets a second to finish.
+// Close stops serving; a scrape under way gets a second to finish. A nil
+// server (metrics off) has nothing to close.
 func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

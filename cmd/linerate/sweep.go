@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/linerate/linerate/sweeps/session"
 )
 
@@ -104,13 +105,13 @@ func runSweep(ctx context.Context, args []string) int {
 		}
 	}
 	action, file := fs.Arg(0), fs.Arg(1)
-	var mets *runMetrics
+	var mets *metrics.Run
 	if action == "run" {
 		var code int
 		if mets, code = startRunMetrics("sweep run", *metricsAddr); code != 0 {
 			return code
 		}
-		defer mets.close()
+		defer mets.Close()
 	}
 	c, err := session.Default().Load(file)
 	if err != nil {
@@ -154,7 +155,7 @@ func runSweep(ctx context.Context, args []string) int {
 	if code != 0 {
 		return code
 	}
-	mets.watch(&opt)
+	opt.Live, opt.Servers = mets.Hooks()
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)
@@ -165,7 +166,7 @@ func runSweep(ctx context.Context, args []string) int {
 	}
 	defer closeSession(ctx, s, c, "sweep run")
 	sum, err := s.Run(ctx, session.RunOptions{Only: *only, MaxAttempts: *maxAttempts, Redo: *redo, LinkGbps: *linkGbps,
-		Progress: mets.progress(sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)))})
+		Progress: mets.Progress(sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)))})
 	if err != nil {
 		return failed(ctx, "sweep run", err)
 	}
@@ -248,13 +249,13 @@ func runSoak(ctx context.Context, args []string) int {
 	if code != 0 {
 		return code
 	}
-	defer mets.close()
+	defer mets.Close()
 	opt, code := ra.options("soak", *profiles, session.Work{What: "the soak", Need: *dur})
 	if code != 0 {
 		return code
 	}
-	mets.watch(&opt)
-	mets.cell(*cell)
+	opt.Live, opt.Servers = mets.Hooks()
+	mets.SetCell(*cell)
 	s, code := openSession(ctx, c, fs.Arg(0), opt, "soak")
 	if s == nil {
 		return code

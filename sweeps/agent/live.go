@@ -57,6 +57,6 @@ func (a *Agent) noteServer(id int, srv sweeps.RunningServer) {
 		a.metricServers.set(id, nil)
 		return
 	}
-	idn := srv.Identity()
-	a.metricServers.set(id, &metrics.HostServer{Name: idn.Name + "-" + idn.Version, PID: srv.PID()})
+	hs := metrics.ServerOf(srv)
+	a.metricServers.set(id, &hs)
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 
@@ -12,6 +13,22 @@ import (
 // LiveLinePrefix starts each line `linerate bench --live-json` writes to
 // stderr: one lab.Live as JSON.
 const LiveLinePrefix = "live "
+
+// LiveLines writes each tick as one line on w (`bench --live-json`), for
+// a coordinator that runs the bench on another host: a HostBencher reads
+// them back.
+func LiveLines(w io.Writer) func(*lab.Live) {
+	var mu sync.Mutex
+	return func(l *lab.Live) {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s%s\n", LiveLinePrefix, b)
+	}
+}
 
 // liveWriter splits a remote bench's stderr: live lines go to live, the
 // rest to rest (kept for error messages).

@@ -2,20 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/netip"
 	"os"
-	"path/filepath"
-	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/linerate/linerate/infra"
-	"github.com/linerate/linerate/infra/aws"
-	"github.com/linerate/linerate/infra/sshhost"
 	"github.com/linerate/linerate/sweeps/session"
 )
 
@@ -54,146 +44,77 @@ State of a pair that is up: <dir>/infra.json (default dir runs/<campaign>).
 Flags:
 `
 
-type infraFlags struct {
-	provider, campaign, dir string
-	queues                  int
-	// ssh
-	server, client, key, dist string
-	// aws
-	instanceType, region, profile, zones, sshFrom, pubKey, privKey, endpoint string
-	keysEnv, yes, dryRun, sshFromWide                                        bool
-	deadMan, sshTimeout                                                      time.Duration
-	hourly                                                                   float64
-}
+// Flag help that infra and sweep run or soak share.
+const (
+	profileHelp  = "shared-config profile with the credentials"
+	keysEnvHelp  = "take AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (temporary credentials) AWS_SESSION_TOKEN from the environment"
+	sshFromHelp  = "the only address admitted to SSH, e.g. 203.0.113.7/32"
+	wideHelp     = " wider than /24 (IPv4) or /56 (IPv6)"
+	endpointHelp = "endpoint URL instead of AWS's (a local fake, for testing)"
+)
 
 func runInfra(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("infra", pflag.ContinueOnError)
-	fs.SortFlags = false
-	var f infraFlags
-	fs.StringVar(&f.provider, "provider", "", "up: local, netns, ssh or aws; gc: netns or aws only (default both)")
-	fs.StringVar(&f.campaign, "campaign", "", "campaign ID: names and tags everything created")
-	fs.StringVar(&f.dir, "dir", "", "campaign directory for state, keys and known_hosts (default runs/<campaign>)")
-	fs.IntVar(&f.queues, "queues", 0, "netns: rx and tx queues of each veth end (default 1)")
-	fs.StringVar(&f.server, "server", "", "ssh: the server host, user@host[:port]")
-	fs.StringVar(&f.client, "client", "", "ssh: the client host, user@host[:port]")
-	fs.StringVar(&f.key, "key", "", "ssh: private key file for both hosts")
-	fs.StringVar(&f.dist, "dist", "dist", "ssh, aws: directory with linerate-linux-amd64/arm64 (make dist)")
-	fs.StringVar(&f.instanceType, "instance-type", "", "aws: instance type of both hosts, e.g. c8gn.16xlarge")
-	fs.StringVar(&f.region, "region", "", "aws: region (required; never guessed)")
-	fs.StringVar(&f.profile, "profile", "", "aws: shared-config profile with the credentials")
-	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws: take AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (temporary credentials) AWS_SESSION_TOKEN from the environment instead of a profile")
-	fs.StringVar(&f.zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region)")
-	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws: the only address admitted to SSH, e.g. 203.0.113.7/32 (yours)")
-	fs.BoolVar(&f.sshFromWide, "ssh-from-wide", false, "aws: admit an --ssh-from wider than /24 (IPv4) or /56 (IPv6)")
-	fs.StringVar(&f.pubKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")
-	fs.StringVar(&f.privKey, "private-key", "", "aws: private half of --public-key")
-	fs.DurationVar(&f.deadMan, "dead-man", 4*time.Hour, "aws: instances shut down (and terminate) this long after boot, whatever happens")
-	fs.Float64Var(&f.hourly, "hourly-usd", 0, "aws: on-demand price of one instance per hour, for the cost prompt (default: asked of the Price List API)")
-	fs.BoolVar(&f.yes, "yes", false, "aws: launch without asking")
-	fs.DurationVar(&f.sshTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
-	fs.StringVar(&f.endpoint, "endpoint", "", "aws: endpoint URL instead of AWS's (a local fake, for testing)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "gc: only list what would be removed and why")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, infraUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate infra: %v (see linerate infra --help)\n", err)
-		return 2
+	c := newCLI("infra", infraUsage)
+	var f session.UpFlags
+	var op session.Operator
+	var yes, dryRun bool
+	c.StringVar(&f.Kind, "provider", "", "up: local, netns, ssh or aws; gc: netns or aws only (default both)")
+	c.StringVar(&f.Spec.Campaign, "campaign", "", "campaign ID: names and tags everything created")
+	c.StringVar(&f.Spec.Dir, "dir", "", "campaign directory for state, keys and known_hosts (default runs/<campaign>)")
+	c.IntVar(&f.Spec.Queues, "queues", 0, "netns: rx and tx queues of each veth end (default 1)")
+	c.StringVar(&f.SSH.Server.Address, "server", "", "ssh: the server host, user@host[:port]")
+	c.StringVar(&f.SSH.Client.Address, "client", "", "ssh: the client host, user@host[:port]")
+	c.StringVar(&f.SSH.Key, "key", "", "ssh: private key file for both hosts")
+	c.StringVar(&f.Dist, "dist", "dist", "ssh, aws: directory with linerate-linux-amd64/arm64 (make dist)")
+	c.StringVar(&f.AWS.InstanceType, "instance-type", "", "aws: instance type of both hosts, e.g. c8gn.16xlarge")
+	c.StringVar(&op.AWS.Region, "region", "", "aws: region (required; never guessed)")
+	c.StringVar(&op.AWS.Profile, "profile", "", "aws: "+profileHelp)
+	c.BoolVar(&op.KeysFromEnv, "access-keys-from-env", false, "aws: "+keysEnvHelp+" instead of a profile")
+	c.StringVar(&f.Zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region)")
+	c.StringVar(&f.SSHFrom, "ssh-from", "", "aws: "+sshFromHelp+" (yours)")
+	c.BoolVar(&op.SSHFromWide, "ssh-from-wide", false, "aws: admit an --ssh-from"+wideHelp)
+	c.StringVar(&f.AWS.PublicKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")
+	c.StringVar(&f.AWS.PrivateKey, "private-key", "", "aws: private half of --public-key")
+	c.DurationVar(&f.AWS.DeadMan, "dead-man", 4*time.Hour, "aws: instances shut down (and terminate) this long after boot, whatever happens")
+	c.Float64Var(&f.AWS.HourlyUSD, "hourly-usd", 0, "aws: on-demand price of one instance per hour, for the cost prompt (default: asked of the Price List API)")
+	c.BoolVar(&yes, "yes", false, "aws: launch without asking")
+	c.DurationVar(&op.SSHTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
+	c.StringVar(&op.AWS.Endpoint, "endpoint", "", "aws: "+endpointHelp)
+	c.BoolVar(&dryRun, "dry-run", false, "gc: only list what would be removed and why")
+	if code, done := c.parse(args, 1, 1, "want one of up, down, status, gc"); done {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "linerate infra: want one of up, down, status, gc (see linerate infra --help)")
-		return 2
-	}
-	if f.dir == "" && f.campaign != "" {
-		f.dir = filepath.Join("runs", f.campaign)
-	}
-	op := operator(aws.Access{Region: f.region, Profile: f.profile, Endpoint: f.endpoint}, f.keysEnv, f.yes)
-	op.SSHFromWide, op.SSHTimeout = f.sshFromWide, f.sshTimeout
+	f.Spec.Dir = session.RunDir(f.Spec.Dir, f.Spec.Campaign)
+	op.Console(os.Stdin, os.Stderr, yes)
+	c.input = is[*session.InputError]
 	tbl := session.Default()
-	switch fs.Arg(0) {
+	switch c.Arg(0) {
 	case "up":
-		return infraUp(ctx, tbl, f, op)
-	case "down":
-		if f.campaign == "" {
-			return usageErr("down: --campaign is required")
-		}
-		st, err := tbl.Down(ctx, f.dir, f.campaign, &op)
+		up, err := tbl.UpFromFlags(ctx, f, &op)
 		if err != nil {
-			return failed(ctx, "infra", err)
+			return c.failAfter(ctx, err)
+		}
+		up.WriteText(os.Stdout)
+	case "down":
+		st, err := tbl.Down(ctx, f.Spec.Dir, f.Spec.Campaign, &op)
+		if err != nil {
+			return c.failAfter(ctx, err)
 		}
 		fmt.Printf("%s pair of campaign %s is down\n", st.Kind, st.Campaign)
-		return 0
 	case "status":
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		defer tw.Flush()
-		if err := tbl.Status(ctx, f.campaign, f.dir, &op, tw); err != nil {
-			return failed(ctx, "infra", err)
+		if err := tbl.Status(ctx, f.Spec.Campaign, f.Spec.Dir, &op, os.Stdout); err != nil {
+			return c.failAfter(ctx, err)
 		}
-		return 0
 	case "gc":
-		ok, err := tbl.GC(ctx, f.provider, f.dryRun, &op, os.Stdout)
-		if err != nil {
-			if code := failed(ctx, "infra", err); code == 2 {
-				return code
-			}
+		ok, err := tbl.GC(ctx, f.Kind, dryRun, &op, os.Stdout)
+		if err != nil && c.failAfter(ctx, err) == 2 {
+			return 2
 		}
 		if !ok {
 			return 1
 		}
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "linerate infra: unknown action %q: want up, down, status or gc\n", fs.Arg(0))
-	return 2
-}
-
-func usageErr(format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, "linerate infra: "+format+"\n", args...)
-	return 2
-}
-
-// infraUp brings a pair up from the flags; it stays up until infra down.
-func infraUp(ctx context.Context, tbl *session.Table, f infraFlags, op session.Operator) int {
-	if f.campaign == "" {
-		return usageErr("up: --campaign is required")
-	}
-	spec := infra.Spec{Campaign: f.campaign, Dir: f.dir, Queues: f.queues}
-	if err := spec.Validate(); err != nil {
-		return usageErr("up: --%s", strings.TrimPrefix(err.Error(), "spec "))
-	}
-	if f.sshFrom != "" {
-		pfx, err := netip.ParsePrefix(f.sshFrom)
-		if err != nil {
-			return usageErr("up: --ssh-from %q: want a CIDR such as 203.0.113.7/32", f.sshFrom)
-		}
-		op.SSHFrom = pfx
-	}
-	// The provider's settings, from the flags named as its settings are.
-	settings, _ := tbl.NewSettings(f.provider)
-	switch s := settings.(type) {
-	case *sshhost.Settings:
-		if f.server == "" || f.client == "" || f.key == "" {
-			return usageErr("up: the ssh provider needs --server, --client and --key")
-		}
-		*s = sshhost.Settings{Server: sshhost.Target{Address: f.server}, Client: sshhost.Target{Address: f.client}, Key: f.key, Dist: f.dist}
-	case *aws.Settings:
-		*s = aws.Settings{InstanceType: f.instanceType, Region: f.region, PublicKey: f.pubKey, PrivateKey: f.privKey,
-			DeadMan: f.deadMan, HourlyUSD: f.hourly, Dist: f.dist}
-		if f.zones != "" {
-			s.Zones = strings.Split(f.zones, ",")
-		}
-	}
-	up, err := tbl.Up(ctx, f.provider, settings, spec, &op)
-	if err != nil {
-		return failed(ctx, "infra", err)
-	}
-	fmt.Printf("%s pair up for campaign %s\n", up.Kind, f.campaign)
-	for _, h := range up.Hosts {
-		fmt.Printf("  %-8s %-16s %s\n", h.Name, h.Addr, h.How)
-	}
-	if !up.Stays {
-		// Nothing was created; no state to keep beyond the record.
-		fmt.Println("(nothing to take down for this provider; infra down only forgets it)")
+	default:
+		return c.bad("unknown action %q: want up, down, status or gc", c.Arg(0))
 	}
 	return 0
 }

@@ -1,22 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/netip"
 	"os"
-	"path"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/linerate/linerate/infra/aws"
-	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/linerate/linerate/sweeps/session"
@@ -59,116 +48,53 @@ unless --redo. docs/sweeps.md describes the file format.
 Flags:
 `
 
-// Bounds on sweep flags; beyond them a value is a typo.
-const (
-	maxMaxAttempts = 100
-	maxLinkGbps    = 10000
-)
-
 func runSweep(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
-	fs.SortFlags = false
-	asJSON := fs.Bool("json", false, "plan: print the plan as JSON")
-	out := fs.String("out", "", "run: run directory (default runs/<campaign name>)")
-	redo := fs.Bool("redo", false, "run: run every cell again, done ones too")
-	maxAttempts := fs.Int("max-attempts", sweeps.DefaultMaxAttempts, "run: stop retrying a cell after this many failed attempts (1-100)")
-	only := fs.String("only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
-	linkGbps := fs.Float64("link-gbps", 0, "run: link capacity for the limit label, 0-10000 (0: unknown, as on loopback)")
-	profiles := fs.String("profiles", "tuning/profiles", "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)")
-	metricsAddr := fs.String("metrics-listen", "", "run: "+metricsListenHelp)
-	ra := bindRemoteFlags(fs)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, sweepUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate sweep: %v (see linerate sweep --help)\n", err)
-		return 2
+	c := newCLI("sweep", sweepUsage)
+	asJSON := c.Bool("json", false, "plan: print the plan as JSON")
+	out := c.String("out", "", "run: run directory (default runs/<campaign name>)")
+	ro := session.RunOptions{Progress: sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr))}
+	c.BoolVar(&ro.Redo, "redo", false, "run: run every cell again, done ones too")
+	c.IntVar(&ro.MaxAttempts, "max-attempts", sweeps.DefaultMaxAttempts, fmt.Sprintf("run: stop retrying a cell after this many failed attempts (1-%d)", session.MaxMaxAttempts))
+	c.StringVar(&ro.Only, "only", "", "run: only cells whose ID matches this pattern (path.Match, e.g. 'valkey-9.1.2/GET/*/*'; IDs as 'sweep plan' prints them)")
+	c.Float64Var(&ro.LinkGbps, "link-gbps", 0, fmt.Sprintf("run: link capacity for the limit label, 0-%d (0: unknown, as on loopback)", session.MaxLinkGbps))
+	r := bindRemoteFlags(c, "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)", "run: ")
+	want := "use linerate sweep plan FILE or linerate sweep run FILE"
+	if code, done := c.parse(args, 2, 2, want); done {
+		return code
+	} else if c.Arg(0) != "plan" && c.Arg(0) != "run" {
+		return c.usage(want)
 	}
-	if fs.NArg() != 2 || (fs.Arg(0) != "plan" && fs.Arg(0) != "run") {
-		fmt.Fprintln(os.Stderr, "linerate sweep: use linerate sweep plan FILE or linerate sweep run FILE (see linerate sweep --help)")
-		return 2
+	if err := ro.Check(); err != nil {
+		return c.bad("%v", err)
 	}
-	if *maxAttempts < 1 || *maxAttempts > maxMaxAttempts {
-		fmt.Fprintf(os.Stderr, "linerate sweep: --max-attempts %d: use 1-%d\n", *maxAttempts, maxMaxAttempts)
-		return 2
+	c.who = "sweep " + c.Arg(0)
+	if c.Arg(0) == "plan" {
+		return c.showPlan(ctx, c.Arg(1), *asJSON)
 	}
-	// Written so that NaN fails too.
-	if !(*linkGbps >= 0 && *linkGbps <= maxLinkGbps) {
-		fmt.Fprintf(os.Stderr, "linerate sweep: --link-gbps %g: use 0 (unknown) to %d\n", *linkGbps, maxLinkGbps)
-		return 2
+	if code := r.startMetrics(c); code != 0 {
+		return code
 	}
-	if *only != "" {
-		if _, err := path.Match(*only, ""); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep: --only %q: %v; use a pattern such as 'valkey-9.1.2/GET/*/*'\n", *only, err)
-			return 2
-		}
-	}
-	action, file := fs.Arg(0), fs.Arg(1)
-	var mets *metrics.Run
-	if action == "run" {
-		var code int
-		if mets, code = startRunMetrics("sweep run", *metricsAddr); code != 0 {
-			return code
-		}
-		defer mets.Close()
-	}
-	c, err := session.Default().Load(file)
+	defer r.metrics.Close()
+	camp, err := session.Default().Load(c.Arg(1))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	// run needs every version resolved (it must start them); plan falls back
-	// to the selectors when a version is not installed yet.
-	p, err := session.Plan(ctx, c, nil)
-	if err != nil && action == "plan" {
-		fmt.Fprintf(os.Stderr, "linerate sweep plan: cell IDs show selectors, not exact versions: %v\n", err)
-		p, err = sweeps.NewPlan(ctx, c, nil)
-	}
+	p, err := session.Plan(ctx, camp, nil)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep: %v\n", err)
-		return 2
+		c.who = "sweep"
+		return c.bad("%v", err)
 	}
-	if action == "plan" {
-		if *asJSON {
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(p); err != nil {
-				fmt.Fprintf(os.Stderr, "linerate sweep: %v\n", err)
-				return 1
-			}
-			return 0
-		}
-		if err := sweeps.WritePlan(os.Stdout, p); err != nil {
-			return 1
-		}
-		return 0
-	}
-
-	// Before remote versions resolve, --only may match no cell ID yet:
-	// then the whole plan is what the hosts must outlive.
-	need := p.EstimateOf(session.Only(*only))
-	if need == 0 {
-		need = p.EstimateOf(nil)
-	}
-	opt, code := ra.options("sweep run", *profiles, session.Work{What: "the plan", Need: need})
-	if code != 0 {
-		return code
-	}
-	opt.Live, opt.Servers = mets.Hooks()
-	dir := *out
-	if dir == "" {
-		dir = filepath.Join("runs", c.Name)
-	}
-	s, code := openSession(ctx, c, dir, opt, "sweep run")
+	dir := session.RunDir(*out, camp.Name)
+	s, code := r.open(ctx, c, camp, dir, session.PlanWork(p, ro.Only))
 	if s == nil {
 		return code
 	}
-	defer closeSession(ctx, s, c, "sweep run")
-	sum, err := s.Run(ctx, session.RunOptions{Only: *only, MaxAttempts: *maxAttempts, Redo: *redo, LinkGbps: *linkGbps,
-		Progress: mets.Progress(sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)))})
+	defer r.close(ctx, c, s)
+	ro.Progress = r.metrics.Progress(ro.Progress)
+	sum, err := s.Run(ctx, ro)
 	if err != nil {
-		return failed(ctx, "sweep run", err)
+		return c.failAfter(ctx, err)
 	}
 	fmt.Printf("results: %s\n", dir)
 	switch {
@@ -178,6 +104,24 @@ func runSweep(ctx context.Context, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// showPlan prints the campaign file's plan.
+func (c *cli) showPlan(ctx context.Context, file string, asJSON bool) int {
+	camp, err := session.Default().Load(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	p, err := session.ShowPlan(ctx, camp, func(err error) { c.say("%v", err) })
+	if err != nil {
+		c.who = "sweep"
+		return c.bad("%v", err)
+	}
+	if asJSON {
+		return c.json(p)
+	}
+	return c.exit(sweeps.WritePlan(os.Stdout, p))
 }
 
 const soakUsage = `Usage: linerate soak RUNDIR --cell ID [--duration 15m]
@@ -206,68 +150,34 @@ Flags:
 `
 
 func runSoak(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("soak", pflag.ContinueOnError)
-	fs.SortFlags = false
-	cell := fs.String("cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
-	dur := fs.Duration("duration", 15*time.Minute, "measured window of the rerun")
-	profiles := fs.String("profiles", "tuning/profiles", "where the campaign's tuning profile NAME is found as NAME.yaml")
-	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
-	ra := bindRemoteFlags(fs)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, soakUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "linerate soak: %v (see linerate soak --help)\n", err)
-		return 2
+	c := newCLI("soak", soakUsage)
+	var so session.SoakOptions
+	c.StringVar(&so.Cell, "cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
+	c.DurationVar(&so.Duration, "duration", 15*time.Minute, "measured window of the rerun")
+	r := bindRemoteFlags(c, "where the campaign's tuning profile NAME is found as NAME.yaml", "")
+	want := "give one run directory and --cell ID"
+	if code, done := c.parse(args, 1, 1, want); done {
+		return code
+	} else if so.Cell == "" {
+		return c.usage(want)
 	}
-	if fs.NArg() != 1 || *cell == "" {
-		fmt.Fprintln(os.Stderr, "linerate soak: give one run directory and --cell ID (see linerate soak --help)")
-		return 2
-	}
-	if *dur < 10*time.Second || *dur > lab.MaxDuration {
-		fmt.Fprintf(os.Stderr, "linerate soak: --duration %s: use 10s to %s; drift needs a series (e.g. 15m)\n", *dur, lab.MaxDuration)
-		return 2
-	}
-	// The cell and the campaign are checked before the lock is taken and
-	// before any host is up or tuned: a typo costs nothing.
-	if _, err := sweeps.SoakCell(fs.Arg(0), *cell); err != nil {
-		what := "" // a missing or unreadable directory names itself
-		if errors.Is(err, sweeps.ErrNoSuchCell) {
-			what = "--cell: "
-		}
-		fmt.Fprintf(os.Stderr, "linerate soak: %s%v\n", what, err)
-		return 2
-	}
-	// The soak runs where the campaign ran: its own hosts, brought up again.
-	c, err := session.Default().Load(filepath.Join(fs.Arg(0), sweeps.CampaignFile))
+	camp, err := session.Default().LoadSoak(c.Arg(0), so)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
-		return 2
+		return c.bad("%v", err)
 	}
-	mets, code := startRunMetrics("soak", *metricsAddr)
-	if code != 0 {
+	if code := r.startMetrics(c); code != 0 {
 		return code
 	}
-	defer mets.Close()
-	opt, code := ra.options("soak", *profiles, session.Work{What: "the soak", Need: *dur})
-	if code != 0 {
-		return code
-	}
-	opt.Live, opt.Servers = mets.Hooks()
-	mets.SetCell(*cell)
-	s, code := openSession(ctx, c, fs.Arg(0), opt, "soak")
+	defer r.metrics.Close()
+	r.metrics.SetCell(so.Cell)
+	s, code := r.open(ctx, c, camp, c.Arg(0), session.Work{What: "the soak", Need: so.Duration})
 	if s == nil {
 		return code
 	}
-	defer closeSession(ctx, s, c, "soak")
-	rec, err := s.Soak(ctx, session.SoakOptions{Cell: *cell, Duration: *dur})
+	defer r.close(ctx, c, s)
+	rec, err := s.Soak(ctx, so)
 	if err != nil {
-		if errors.Is(err, sweeps.ErrNoSuchCell) {
-			fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
-			return 2
-		}
-		return failed(ctx, "soak", err)
+		return c.failAfter(ctx, err)
 	}
 	fmt.Print(sweeps.SoakText(rec))
 	if rec.Status != sweeps.StatusDone {
@@ -276,110 +186,64 @@ func runSoak(ctx context.Context, args []string) int {
 	return 0
 }
 
-// remoteFlags are how sweep run and soak reach ssh and aws hosts.
+// remoteFlags are how sweep run and soak tune, serve metrics and reach
+// ssh and aws hosts.
 type remoteFlags struct {
-	awsProfile, endpoint, region, sshFrom string
-	keysEnv, yes, sshFromWide             bool
-	agentMetrics                          string
-	tuningRoot                            string
+	opt                  session.Options
+	metricsAddr, sshFrom string
+	yes                  bool
+	metrics              *metrics.Run
 }
 
-func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
-	var f remoteFlags
-	fs.StringVar(&f.awsProfile, "aws-profile", "", "aws provider: shared-config profile with the credentials (a campaign file never holds them)")
-	fs.BoolVar(&f.keysEnv, "access-keys-from-env", false, "aws provider: take AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and (temporary credentials) AWS_SESSION_TOKEN from the environment")
-	fs.StringVar(&f.region, "region", "", "aws provider: region (default the campaign's provider.region)")
-	fs.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: the only address admitted to SSH, e.g. 203.0.113.7/32 (default the campaign's provider.ssh-from)")
-	fs.BoolVar(&f.sshFromWide, "ssh-from-wide", false, "aws provider: admit an ssh-from wider than /24 (IPv4) or /56 (IPv6)")
-	fs.StringVar(&f.endpoint, "aws-endpoint", "", "aws provider: endpoint URL instead of AWS's (a local fake, for testing)")
-	fs.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
-	fs.StringVar(&f.agentMetrics, "agent-metrics-listen", "", "ssh and aws providers: the server host's agent serves its host figures at http://ADDR/metrics, ADDR on that host (e.g. its data address and a port)")
+func bindRemoteFlags(c *cli, profilesHelp, runOnly string) *remoteFlags {
+	f := &remoteFlags{}
+	c.StringVar(&f.opt.Profiles, "profiles", "tuning/profiles", profilesHelp)
+	c.StringVar(&f.metricsAddr, "metrics-listen", "", runOnly+metricsListenHelp)
+	c.StringVar(&f.opt.AWS.Profile, "aws-profile", "", "aws provider: "+profileHelp+" (a campaign file never holds them)")
+	c.BoolVar(&f.opt.KeysFromEnv, "access-keys-from-env", false, "aws provider: "+keysEnvHelp)
+	c.StringVar(&f.opt.AWS.Region, "region", "", "aws provider: region (default the campaign's provider.region)")
+	c.StringVar(&f.sshFrom, "ssh-from", "", "aws provider: "+sshFromHelp+" (default the campaign's provider.ssh-from)")
+	c.BoolVar(&f.opt.SSHFromWide, "ssh-from-wide", false, "aws provider: admit an ssh-from"+wideHelp)
+	c.StringVar(&f.opt.AWS.Endpoint, "aws-endpoint", "", "aws provider: "+endpointHelp)
+	c.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
+	c.StringVar(&f.opt.AgentMetrics, "agent-metrics-listen", "", "ssh and aws providers: the server host's agent serves its host figures at http://ADDR/metrics, ADDR on that host (e.g. its data address and a port)")
 	// Tests tune a fixture tree (tuning/testdata) instead of this machine.
-	fs.StringVar(&f.tuningRoot, "tuning-root", "/", "local provider: root of the /proc, /sys and /etc the profile tunes; anything but / is a fixture tree")
-	_ = fs.MarkHidden("tuning-root")
-	return &f
+	c.StringVar(&f.opt.TuningRoot, "tuning-root", "/", "local provider: root of the /proc, /sys and /etc the profile tunes; anything but / is a fixture tree")
+	_ = c.MarkHidden("tuning-root")
+	return f
 }
 
-// options are the session's options the flags give; a non-zero exit code
-// is a flag that does not parse, the error printed.
-func (f *remoteFlags) options(who, profiles string, w session.Work) (session.Options, int) {
-	opt := session.Options{Profiles: profiles, TuningRoot: f.tuningRoot, Work: w, AgentMetrics: f.agentMetrics,
-		Operator: operator(aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region}, f.keysEnv, f.yes)}
-	opt.SSHFromWide = f.sshFromWide
+// startMetrics serves the run's metrics when --metrics-listen is given.
+func (f *remoteFlags) startMetrics(c *cli) (code int) {
+	f.metrics, code = startRunMetrics(c.who, f.metricsAddr)
+	f.opt.Live, f.opt.Servers = f.metrics.Hooks()
+	return code
+}
+
+// open opens the campaign's session for work in dir; nil and the exit
+// code on failure, printed.
+func (f *remoteFlags) open(ctx context.Context, c *cli, camp *sweeps.Campaign, dir string, w session.Work) (*session.Session, int) {
+	c.input = is[*session.InputError]
 	if f.sshFrom != "" {
-		pfx, err := netip.ParsePrefix(f.sshFrom)
+		pfx, err := session.ParseSSHFrom(f.sshFrom)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate %s: --ssh-from %q: want a CIDR such as 203.0.113.7/32\n", who, f.sshFrom)
-			return opt, 2
+			return nil, c.fail(err)
 		}
-		opt.SSHFrom = pfx
+		f.opt.SSHFrom = pfx
 	}
-	return opt, 0
-}
-
-// operator is what the operator says on the command line for a provider:
-// access (the keys from the environment when keysEnv), consent (--yes),
-// and where progress lines go.
-func operator(a aws.Access, keysEnv, yes bool) session.Operator {
-	if keysEnv {
-		a.KeysFromEnv()
-	}
-	return session.Operator{AWS: a, KeysFromEnv: keysEnv, Confirm: func(cost string) bool { return confirm(cost, yes) },
-		Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
-}
-
-// confirm prints what bringing a pair up costs and asks; yes skips asking.
-func confirm(cost string, yes bool) bool {
-	fmt.Fprint(os.Stderr, cost)
-	if yes {
-		return true
-	}
-	fmt.Fprint(os.Stderr, "Launch? [y/N] ")
-	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
-	}
-	return false
-}
-
-// openSession opens a session; nil and an exit code on failure, the error
-// printed.
-func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt session.Options, who string) (*session.Session, int) {
-	s, err := session.Open(ctx, c, dir, opt)
+	f.opt.Work = w
+	f.opt.Console(os.Stdin, os.Stderr, f.yes)
+	s, err := session.Open(ctx, camp, dir, f.opt)
 	if err != nil {
-		return nil, failed(ctx, who, err, session.Default().Left(c.Provider.Kind, err))
+		return nil, c.failAfter(ctx, err)
 	}
 	return s, 0
 }
 
-// closeSession reverts and tears down, Ctrl-C included: what the session
-// started must not outlive the run.
-func closeSession(ctx context.Context, s *session.Session, c *sweeps.Campaign, who string) {
+// close reverts and tears down, Ctrl-C included: what the session started
+// must not outlive the run.
+func (f *remoteFlags) close(ctx context.Context, c *cli, s *session.Session) {
 	if err := s.Close(ctx); err != nil {
-		printErr(who, err, session.Default().Left(c.Provider.Kind, err))
-	}
-}
-
-// failed prints err (and the hints after it) and says the exit code: 2
-// for the operator's input, 130 after Ctrl-C, 1 otherwise.
-func failed(ctx context.Context, who string, err error, hints ...string) int {
-	printErr(who, err, hints...)
-	var in *session.InputError
-	switch {
-	case errors.As(err, &in):
-		return 2
-	case ctx.Err() != nil:
-		return 130
-	}
-	return 1
-}
-
-// printErr prints each line of err, and each hint, as linerate WHO: ….
-func printErr(who string, err error, hints ...string) {
-	for _, line := range append(strings.Split(err.Error(), "\n"), hints...) {
-		if line != "" {
-			fmt.Fprintf(os.Stderr, "linerate %s: %s\n", who, line)
-		}
+		c.fail(err)
 	}
 }

@@ -13,11 +13,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/infra/sshhost"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -75,14 +78,54 @@ func writeState(dir string, st PairState) error {
 	return sweeps.WriteFileAtomic(stateFile(dir), append(b, '\n'))
 }
 
-// NewSettings is a zero value of kind's settings, for a caller that fills
-// them itself (`infra up` from its flags).
-func (t *Table) NewSettings(kind string) (Settings, bool) {
-	row, ok := t.Row(kind)
-	if !ok {
-		return nil, false
+// UpFlags are `infra up`'s flags: the pair's kind and where it is kept,
+// the operator's --ssh-from, and each kind's settings named as its
+// settings are.
+type UpFlags struct {
+	Kind    string
+	Spec    infra.Spec
+	SSHFrom string
+	Dist    string // ssh, aws
+	SSH     sshhost.Settings
+	AWS     aws.Settings // its region is the operator's
+	Zones   string       // aws, comma-separated
+}
+
+// UpFromFlags checks f and brings its pair up (Up). Its errors in f are
+// *InputError.
+func (t *Table) UpFromFlags(ctx context.Context, f UpFlags, op *Operator) (*UpResult, error) {
+	if f.Spec.Campaign == "" {
+		return nil, input(errors.New("up: --campaign is required"))
 	}
-	return row.Settings(), true
+	if err := f.Spec.Validate(); err != nil {
+		return nil, input(fmt.Errorf("up: --%s", strings.TrimPrefix(err.Error(), "spec ")))
+	}
+	if f.SSHFrom != "" {
+		pfx, err := ParseSSHFrom(f.SSHFrom)
+		if err != nil {
+			return nil, fmt.Errorf("up: %w", err)
+		}
+		op.SSHFrom = pfx
+	}
+	var settings Settings
+	if row, ok := t.Row(f.Kind); ok {
+		settings = row.Settings()
+	}
+	switch s := settings.(type) {
+	case *sshhost.Settings:
+		if f.SSH.Server.Address == "" || f.SSH.Client.Address == "" || f.SSH.Key == "" {
+			return nil, input(errors.New("up: the ssh provider needs --server, --client and --key"))
+		}
+		*s = f.SSH
+		s.Dist = f.Dist
+	case *aws.Settings:
+		*s = f.AWS
+		s.Region, s.Dist = op.AWS.Region, f.Dist
+		if f.Zones != "" {
+			s.Zones = strings.Split(f.Zones, ",")
+		}
+	}
+	return t.Up(ctx, f.Kind, settings, f.Spec, op)
 }
 
 // HostLine is one host of a pair that is up, for the operator.
@@ -92,11 +135,24 @@ type HostLine struct {
 
 // UpResult is a pair `infra up` brought up.
 type UpResult struct {
-	Kind  string
-	Hosts []HostLine
+	Kind     string
+	Campaign string
+	Hosts    []HostLine
 	// Stays is false when the pair is nothing that outlives this process
 	// (`infra down` only forgets it).
 	Stays bool
+}
+
+// WriteText says what is up, a host a line.
+func (r *UpResult) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s pair up for campaign %s\n", r.Kind, r.Campaign)
+	for _, h := range r.Hosts {
+		fmt.Fprintf(w, "  %-8s %-16s %s\n", h.Name, h.Addr, h.How)
+	}
+	if !r.Stays {
+		// Nothing was created; no state to keep beyond the record.
+		fmt.Fprintln(w, "(nothing to take down for this provider; infra down only forgets it)")
+	}
 }
 
 // Up brings up a pair of kind with settings s that outlives this process
@@ -146,7 +202,7 @@ func (t *Table) Up(ctx context.Context, kind string, s Settings, spec infra.Spec
 		os.Remove(stateFile(spec.Dir))
 		return nil, err
 	}
-	res := &UpResult{Kind: prov.Kind(), Stays: row.Down != nil}
+	res := &UpResult{Kind: prov.Kind(), Campaign: spec.Campaign, Stays: row.Down != nil}
 	for _, h := range []infra.Host{pair.Server, pair.Client} {
 		how := ""
 		if n, ok := h.(*netns.Host); ok && n.Namespace != "" {
@@ -198,6 +254,9 @@ var ErrNothingUp = errors.New("nothing is up")
 // to its end after Ctrl-C (within its own limit). The state goes only once
 // the teardown is confirmed.
 func (t *Table) Down(ctx context.Context, dir, campaign string, op *Operator) (PairState, error) {
+	if campaign == "" {
+		return PairState{}, input(errors.New("down: --campaign is required"))
+	}
 	st, err := ReadState(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, fmt.Errorf("down: no %s in %s: %w for campaign %s (infra gc finds leftovers)", StateFile, dir, ErrNothingUp, campaign)
@@ -218,8 +277,10 @@ func (t *Table) Down(ctx context.Context, dir, campaign string, op *Operator) (P
 
 // Status writes what is up: the campaign's pair from its state in dir
 // (when campaign is given), then what each kind lists (with the access
-// the state names when the operator gives none).
-func (t *Table) Status(ctx context.Context, campaign, dir string, op *Operator, out io.Writer) error {
+// the state names when the operator gives none), in aligned columns.
+func (t *Table) Status(ctx context.Context, campaign, dir string, op *Operator, w io.Writer) error {
+	out := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	defer out.Flush()
 	if campaign != "" {
 		st, err := ReadState(dir)
 		switch {

@@ -168,8 +168,14 @@ type Session struct {
 
 // Open checks the campaign (Check), takes the run directory dir (its
 // lock), stops servers a killed run of it left, and brings the hosts up.
-// Close it whatever happens after.
+// Close it whatever happens after. A failure's last line says how what
+// it left is found later, where that is known.
 func Open(ctx context.Context, c *sweeps.Campaign, dir string, opt Options) (*Session, error) {
+	s, err := openSession(ctx, c, dir, opt)
+	return s, opt.table().withLeft(c.Provider.Kind, err)
+}
+
+func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Options) (*Session, error) {
 	prep, err := check(c, &opt)
 	if err != nil {
 		return nil, err
@@ -209,6 +215,14 @@ func (t *Table) Left(kind string, err error) string {
 		return row.Left(err)
 	}
 	return ""
+}
+
+// withLeft is err with Left's line after it, when there is one.
+func (t *Table) withLeft(kind string, err error) error {
+	if left := t.Left(kind, err); left != "" {
+		return fmt.Errorf("%w\n%s", err, left)
+	}
+	return err
 }
 
 // RunOptions shape a campaign run.
@@ -274,7 +288,11 @@ func (s *Session) Soak(ctx context.Context, opt SoakOptions) (*sweeps.SoakRecord
 	if _, soak.Tuning, err = s.tune(ctx); err != nil {
 		return nil, err
 	}
-	return soak.Run(ctx)
+	rec, err := soak.Run(ctx)
+	if errors.Is(err, sweeps.ErrNoSuchCell) {
+		err = input(err)
+	}
+	return rec, err
 }
 
 // tune applies the campaign's profile once, keeping the snapshot in the
@@ -301,7 +319,8 @@ func (s *Session) tune(ctx context.Context) (json.RawMessage, sweeps.TuningCheck
 // Close reverts the tuning, then takes the hosts down, then lets go of
 // the run directory, also after a failure or Ctrl-C: what the session
 // started must not outlive it. Each step gets a context of its own that
-// survives ctx's cancellation.
+// survives ctx's cancellation. A failure's last line says how what it
+// left is found later, where that is known.
 func (s *Session) Close(ctx context.Context) error {
 	var errs []error
 	if s.tuner != nil {
@@ -323,5 +342,5 @@ func (s *Session) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("take the hosts down: %w", err))
 	}
 	s.store.Close()
-	return errors.Join(errs...)
+	return s.opt.table().withLeft(s.c.Provider.Kind, errors.Join(errs...))
 }

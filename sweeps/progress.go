@@ -104,6 +104,16 @@ func cellSummary(rec *CellRecord) string {
 				parts = append(parts, fmt.Sprintf("%s %.2f Gbps p99 %s", op, o.Gbps, report.FormatUs(o.Latency.P99)))
 			}
 		}
+		// The headline compare and the charts use, where it is not one
+		// op's figures already.
+		if len(rec.Result.Ops) > 1 {
+			gbps, _ := CellFigure(rec, MetricGbps)
+			total := fmt.Sprintf("total %.2f Gbps", gbps)
+			if ms, ok := CellFigure(rec, MetricP99); ok {
+				total += " worst p99 " + report.FormatUs(ms*1000)
+			}
+			parts = append(parts, total)
+		}
 	}
 	if rec.Limit != nil {
 		parts = append(parts, "limit "+string(rec.Limit.Kind))

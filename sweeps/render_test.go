@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/lab"
 )
 
 func TestWritePlanGolden(t *testing.T) {
@@ -39,5 +41,34 @@ func TestProgressTerminalAndPlain(t *testing.T) {
 			t.Errorf("plain progress:\n%q", s)
 		}
 		now = time.Unix(0, 0)
+	}
+}
+
+// A cell of more than one op ends its progress line with the cell's
+// headline (CellFigure: Gbps summed, the worst op's p99); a cell of one
+// op has it in the op's figures already.
+func TestProgressCellHeadline(t *testing.T) {
+	res := func(ops ...*lab.OpResult) *CellRecord {
+		r := &lab.Result{Ops: map[lab.Op]*lab.OpResult{}}
+		for i, o := range ops {
+			r.Ops[[]lab.Op{lab.OpGet, lab.OpSet}[i]] = o
+		}
+		return &CellRecord{Status: StatusDone, Result: r}
+	}
+	get := &lab.OpResult{Gbps: 3.5, Latency: lab.LatencySummary{Count: 10, P99: 1500}}
+	set := &lab.OpResult{Gbps: 2.25, Latency: lab.LatencySummary{Count: 10, P99: 4000}}
+	idle := &lab.OpResult{}
+	for _, tc := range []struct {
+		rec  *CellRecord
+		want string
+	}{
+		{res(get), "GET 3.50 Gbps p99 1.50ms"},
+		{res(get, set), "GET 3.50 Gbps p99 1.50ms, SET 2.25 Gbps p99 4.00ms, total 5.75 Gbps worst p99 4.00ms"},
+		{res(get, idle), "GET 3.50 Gbps p99 1.50ms, SET 0.00 Gbps p99 -, total 3.50 Gbps worst p99 1.50ms"},
+		{res(idle, idle), "GET 0.00 Gbps p99 -, SET 0.00 Gbps p99 -, total 0.00 Gbps"},
+	} {
+		if got := cellSummary(tc.rec); got != tc.want {
+			t.Errorf("progress %q\n          want %q", got, tc.want)
+		}
 	}
 }

@@ -72,3 +72,17 @@ func TestProgressCellHeadline(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryExitCode(t *testing.T) {
+	failed := []Failure{{CellID: "a"}}
+	for _, tc := range []struct {
+		s    Summary
+		want int
+	}{
+		{Summary{Done: 2}, 0}, {Summary{Failed: failed}, 1}, {Summary{Interrupted: true, Failed: failed}, 130},
+	} {
+		if got := tc.s.ExitCode(); got != tc.want {
+			t.Errorf("%+v: exit %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}

@@ -113,6 +113,18 @@ type Summary struct {
 	Elapsed       time.Duration `json:"elapsed_ns"`
 }
 
+// ExitCode is how `sweep run` ends after the run: 130 interrupted, 1 when
+// a cell failed, 0 when every cell it ran is done.
+func (s *Summary) ExitCode() int {
+	switch {
+	case s.Interrupted:
+		return 130
+	case len(s.Failed) > 0:
+		return 1
+	}
+	return 0
+}
+
 // Failure is a failed cell in the summary.
 type Failure struct {
 	CellID   string `json:"cell_id"`

@@ -17,16 +17,6 @@ import (
 	"github.com/linerate/linerate/infra/atomicfile"
 )
 
-// InputError is an error in what the operator gave (the action, a flag,
-// the profile or the snapshot file, a profile that does not fit the
-// host): the CLI exits 2 on it.
-type InputError struct{ Err error }
-
-func (e *InputError) Error() string { return e.Err.Error() }
-func (e *InputError) Unwrap() error { return e.Err }
-
-func badf(format string, a ...any) error { return &InputError{Err: fmt.Errorf(format, a...)} }
-
 // Request is one action as the operator gave it.
 type Request struct {
 	Action   string // plan, apply, verify or revert
@@ -85,6 +75,16 @@ func Do(ctx context.Context, r Request, out, log io.Writer) (drift bool, err err
 	}
 	return false, pf.locate(t.apply(ctx, pf.Profile, r.Snapshot))
 }
+
+// InputError is an error in what the operator gave (the action, a flag,
+// the profile or the snapshot file, a profile that does not fit the
+// host): the CLI exits 2 on it.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func badf(format string, a ...any) error { return &InputError{Err: fmt.Errorf(format, a...)} }
 
 // openRoot is the host at root: this machine for /, else a fixture tree;
 // a .txtar archive of one is expanded into a copy that cleanup removes.

@@ -53,7 +53,7 @@ func runAgent(ctx context.Context, args []string) int {
 	}
 	defer msrv.Close()
 	if err := a.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
-		return c.fail(err)
+		return c.end(err)
 	}
 	return 0
 }

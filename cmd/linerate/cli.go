@@ -5,20 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/metrics"
 )
 
 // cli is one command's flags and the way it ends: every message is a
 // line "linerate WHO: …" on stderr; bad input exits 2, a failure 1.
 type cli struct {
 	*pflag.FlagSet
-	name string // the command, for "see linerate NAME --help"
-	who  string // whom messages are from: the command, or it and its action
-	// input says which errors are the operator's (exit 2); nil: none.
-	input func(error) bool
+	name, who string           // the command (see linerate NAME --help); whom messages are from
+	input     func(error) bool // says which errors are the operator's (exit 2); nil: none
+	stopped   context.Context  // once it is done, a failure is an interruption (130)
 }
 
 // newCLI is a command whose --help prints usage, then its flags in the
@@ -61,43 +66,30 @@ func (c *cli) say(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "linerate %s: "+format+"\n", append([]any{c.who}, a...)...)
 }
 
-// fail prints each line of err, then the hints, and says the exit code:
-// 2 for the operator's input, 1 otherwise.
-func (c *cli) fail(err error, hints ...string) int {
-	for _, line := range append(strings.Split(err.Error(), "\n"), hints...) {
+// end is the exit code for err, 0 for none; it prints each line of err.
+func (c *cli) end(err error) int {
+	if err == nil {
+		return 0
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
 		if line != "" {
 			c.say("%s", line)
 		}
 	}
-	if c.input != nil && c.input(err) {
+	switch {
+	case c.input != nil && c.input(err):
 		return 2
-	}
-	return 1
-}
-
-// failAfter is fail for a command Ctrl-C can interrupt: 130 once ctx
-// is done, for what is not the operator's input.
-func (c *cli) failAfter(ctx context.Context, err error, hints ...string) int {
-	code := c.fail(err, hints...)
-	if code == 1 && ctx.Err() != nil {
+	case c.stopped != nil && c.stopped.Err() != nil:
 		return 130
 	}
-	return code
-}
-
-// exit is 0 for nil, else fail's code.
-func (c *cli) exit(err error) int {
-	if err == nil {
-		return 0
-	}
-	return c.fail(err)
+	return 1
 }
 
 // json prints v indented on stdout.
 func (c *cli) json(v any) int {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
-	return c.exit(enc.Encode(v))
+	return c.end(enc.Encode(v))
 }
 
 // warnUnreadable names each file of a run directory that could not be
@@ -112,4 +104,29 @@ func (c *cli) warnUnreadable(files []string, what string) {
 func is[E error](err error) bool {
 	var e E
 	return errors.As(err, &e)
+}
+
+const metricsListenHelp = "serve live OpenMetrics at http://ADDR/metrics while it runs, e.g. 127.0.0.1:9100 (off unless given; only on ADDR)"
+
+// The live sinks bench feeds.
+func liveLines(w io.Writer) func(*lab.Live)             { return local.LiveLines(w) }
+func bothLive(sinks ...func(*lab.Live)) func(*lab.Live) { return metrics.Feed(sinks...) }
+
+// startMetrics serves cs on addr when it is set. It returns nil and exit
+// code 0 when addr is empty, and nil and 2 (printed) for an address that
+// cannot be listened on.
+func startMetrics(who, addr string, cs ...prometheus.Collector) (*metrics.Server, int) {
+	if addr == "" {
+		return nil, 0
+	}
+	s, err := metrics.Listen(addr, cs...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
+		if is[*metrics.AddrError](err) {
+			return nil, 2
+		}
+		return nil, 1
+	}
+	fmt.Fprintf(os.Stderr, "linerate %s: metrics at %s\n", who, s.URL())
+	return s, 0
 }

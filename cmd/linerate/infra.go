@@ -86,28 +86,28 @@ func runInfra(ctx context.Context, args []string) int {
 	}
 	f.Spec.Dir = session.RunDir(f.Spec.Dir, f.Spec.Campaign)
 	op.Console(os.Stdin, os.Stderr, yes)
-	c.input = is[*session.InputError]
+	c.input, c.stopped = is[*session.InputError], ctx
 	tbl := session.Default()
 	switch c.Arg(0) {
 	case "up":
 		up, err := tbl.UpFromFlags(ctx, f, &op)
 		if err != nil {
-			return c.failAfter(ctx, err)
+			return c.end(err)
 		}
 		up.WriteText(os.Stdout)
 	case "down":
 		st, err := tbl.Down(ctx, f.Spec.Dir, f.Spec.Campaign, &op)
 		if err != nil {
-			return c.failAfter(ctx, err)
+			return c.end(err)
 		}
 		fmt.Printf("%s pair of campaign %s is down\n", st.Kind, st.Campaign)
 	case "status":
 		if err := tbl.Status(ctx, f.Spec.Campaign, f.Spec.Dir, &op, os.Stdout); err != nil {
-			return c.failAfter(ctx, err)
+			return c.end(err)
 		}
 	case "gc":
 		ok, err := tbl.GC(ctx, f.Kind, dryRun, &op, os.Stdout)
-		if err != nil && c.failAfter(ctx, err) == 2 {
+		if err != nil && c.end(err) == 2 {
 			return 2
 		}
 		if !ok {

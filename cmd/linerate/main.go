@@ -6,8 +6,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/linerate/linerate/infra/stopsignal"
 )
@@ -26,12 +27,7 @@ func register(c command) { commands[c.name] = c }
 func usage(out *os.File) {
 	fmt.Fprintf(out, "linerate measures how fast Valkey/Redis servers move large values (1-64 MB).\n\n")
 	fmt.Fprintf(out, "Usage: linerate <command> [flags]   (linerate <command> --help for its flags)\n\nCommands:\n")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(out, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(out, `

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 
 	"github.com/linerate/linerate/infra/servers"
@@ -41,19 +40,15 @@ func runServers(ctx context.Context, args []string) int {
 	c.StringVar(&r.Runtime, "runtime", "", "install/path/remove: suite the libraries come from (bookworm, bookworm-backports, trixie, sid); default the build's own")
 	c.StringVar(&r.Suite, "suite", "", "install: take the build from this suite only")
 	c.BoolVar(&r.JSON, "json", false, "list/available/install: print JSON")
-	quiet := c.Bool("quiet", false, "install: no progress lines")
+	c.BoolVar(&r.Quiet, "quiet", false, "install: no progress lines")
 	if code, done := c.parse(args, 1, -1, "name an action: available, install, list, remove or path"); done {
 		return code
 	}
 	r.Action, r.Selectors = c.Arg(0), c.Args()[1:]
-	var log io.Writer = os.Stderr
-	if *quiet {
-		log = nil
-	}
-	err := servers.Do(ctx, r, os.Stdout, log)
+	err := servers.Do(ctx, r, os.Stdout, os.Stderr)
 	if ae := (*servers.ActionError)(nil); errors.As(err, &ae) {
 		c.who, err = c.who+" "+ae.What, ae.Err
 	}
 	c.input = servers.IsInput
-	return c.exit(err)
+	return c.end(err)
 }

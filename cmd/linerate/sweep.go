@@ -68,22 +68,32 @@ func runSweep(ctx context.Context, args []string) int {
 		return c.bad("%v", err)
 	}
 	c.who = "sweep " + c.Arg(0)
-	if c.Arg(0) == "plan" {
-		return c.showPlan(ctx, c.Arg(1), *asJSON)
+	if c.Arg(0) == "run" {
+		if code := r.startMetrics(c); code != 0 {
+			return code
+		}
+		defer r.metrics.Close()
 	}
-	if code := r.startMetrics(c); code != 0 {
-		return code
-	}
-	defer r.metrics.Close()
 	camp, err := session.Default().Load(c.Arg(1))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	p, err := session.Plan(ctx, camp, nil)
-	if err != nil {
+	// run needs every version resolved (it must start them); plan shows
+	// selectors for versions not installed yet.
+	var warn func(error)
+	if c.Arg(0) == "plan" {
+		warn = func(err error) { c.say("%v", err) }
+	}
+	p, err := session.PlanOrSelectors(ctx, camp, warn)
+	switch {
+	case err != nil:
 		c.who = "sweep"
 		return c.bad("%v", err)
+	case c.Arg(0) == "plan" && *asJSON:
+		return c.json(p)
+	case c.Arg(0) == "plan":
+		return c.end(sweeps.WritePlan(os.Stdout, p))
 	}
 	dir := session.RunDir(*out, camp.Name)
 	s, code := r.open(ctx, c, camp, dir, session.PlanWork(p, ro.Only))
@@ -94,34 +104,10 @@ func runSweep(ctx context.Context, args []string) int {
 	ro.Progress = r.metrics.Progress(ro.Progress)
 	sum, err := s.Run(ctx, ro)
 	if err != nil {
-		return c.failAfter(ctx, err)
+		return c.end(err)
 	}
 	fmt.Printf("results: %s\n", dir)
-	switch {
-	case sum.Interrupted:
-		return 130
-	case len(sum.Failed) > 0:
-		return 1
-	}
-	return 0
-}
-
-// showPlan prints the campaign file's plan.
-func (c *cli) showPlan(ctx context.Context, file string, asJSON bool) int {
-	camp, err := session.Default().Load(file)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	p, err := session.ShowPlan(ctx, camp, func(err error) { c.say("%v", err) })
-	if err != nil {
-		c.who = "sweep"
-		return c.bad("%v", err)
-	}
-	if asJSON {
-		return c.json(p)
-	}
-	return c.exit(sweeps.WritePlan(os.Stdout, p))
+	return sum.ExitCode()
 }
 
 const soakUsage = `Usage: linerate soak RUNDIR --cell ID [--duration 15m]
@@ -177,7 +163,7 @@ func runSoak(ctx context.Context, args []string) int {
 	defer r.close(ctx, c, s)
 	rec, err := s.Soak(ctx, so)
 	if err != nil {
-		return c.failAfter(ctx, err)
+		return c.end(err)
 	}
 	fmt.Print(sweeps.SoakText(rec))
 	if rec.Status != sweeps.StatusDone {
@@ -213,29 +199,30 @@ func bindRemoteFlags(c *cli, profilesHelp, runOnly string) *remoteFlags {
 	return f
 }
 
-// startMetrics serves the run's metrics when --metrics-listen is given.
+// startMetrics serves the run's metrics when --metrics-listen is given;
+// code is non-zero, printed, when it cannot.
 func (f *remoteFlags) startMetrics(c *cli) (code int) {
-	f.metrics, code = startRunMetrics(c.who, f.metricsAddr)
-	f.opt.Live, f.opt.Servers = f.metrics.Hooks()
+	m := metrics.NewRun()
+	if m.Server, code = startMetrics(c.who, f.metricsAddr, m.Collectors()...); m.Server != nil {
+		f.metrics = m
+		f.opt.Live, f.opt.Servers = m.Hooks()
+	}
 	return code
 }
 
 // open opens the campaign's session for work in dir; nil and the exit
 // code on failure, printed.
 func (f *remoteFlags) open(ctx context.Context, c *cli, camp *sweeps.Campaign, dir string, w session.Work) (*session.Session, int) {
-	c.input = is[*session.InputError]
-	if f.sshFrom != "" {
-		pfx, err := session.ParseSSHFrom(f.sshFrom)
-		if err != nil {
-			return nil, c.fail(err)
-		}
-		f.opt.SSHFrom = pfx
+	c.input, c.stopped = is[*session.InputError], ctx
+	var err error
+	if f.opt.SSHFrom, err = session.ParseSSHFrom(f.sshFrom); err != nil {
+		return nil, c.end(err)
 	}
 	f.opt.Work = w
 	f.opt.Console(os.Stdin, os.Stderr, f.yes)
 	s, err := session.Open(ctx, camp, dir, f.opt)
 	if err != nil {
-		return nil, c.failAfter(ctx, err)
+		return nil, c.end(err)
 	}
 	return s, 0
 }
@@ -244,6 +231,6 @@ func (f *remoteFlags) open(ctx context.Context, c *cli, camp *sweeps.Campaign, d
 // must not outlive the run.
 func (f *remoteFlags) close(ctx context.Context, c *cli, s *session.Session) {
 	if err := s.Close(ctx); err != nil {
-		c.fail(err)
+		c.end(err)
 	}
 }

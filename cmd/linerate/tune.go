@@ -66,5 +66,5 @@ func runTune(ctx context.Context, args []string) int {
 	if drift && err == nil {
 		return 1
 	}
-	return c.exit(err)
+	return c.end(err)
 }

@@ -25,6 +25,7 @@ type Request struct {
 	Runtime   string   // install/path/remove: the suite the libraries come from
 	Suite     string   // install: take the build from this suite only
 	JSON      bool     // list/available/install
+	Quiet     bool     // install: no progress lines
 }
 
 // ActionError is an action's failure, named as the operator wrote it
@@ -51,7 +52,7 @@ func IsInput(err error) bool {
 }
 
 // Do runs r, writing what it did to out and an install's progress to
-// log (nil: none).
+// log (unless Quiet).
 func Do(ctx context.Context, r Request, out, log io.Writer) error {
 	for flag, v := range map[string]string{"--runtime": r.Runtime, "--suite": r.Suite} {
 		if v != "" && !slices.Contains(debpkg.Suites, v) {
@@ -76,7 +77,7 @@ func Do(ctx context.Context, r Request, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if r.Action == "install" {
+	if r.Action == "install" && !r.Quiet {
 		st.Log = log
 	}
 	a := actions{st: st, r: r, out: out}

@@ -34,11 +34,8 @@ func (r *Run) Collectors() []prometheus.Collector {
 
 // Hooks are the session's feeds (session.Options Live and Servers): each
 // cell's live totals, and the placement's server starter wrapped to note
-// what it starts. Both nil when metrics are off.
+// what it starts.
 func (r *Run) Hooks() (live func(*lab.Live), servers func(sweeps.ServerStarter) sweeps.ServerStarter) {
-	if r == nil {
-		return nil, nil
-	}
 	return r.live.Update, func(st sweeps.ServerStarter) sweeps.ServerStarter {
 		r.servers.ServerStarter = st
 		return &r.servers

@@ -54,12 +54,12 @@ func RunDir(dir, name string) string {
 	return filepath.Join("runs", name)
 }
 
-// ShowPlan is the plan `sweep plan` prints: Plan's, or one whose cell IDs
-// show the selectors of versions this machine cannot resolve (warn says
-// so).
-func ShowPlan(ctx context.Context, c *sweeps.Campaign, warn func(error)) (*sweeps.Plan, error) {
+// PlanOrSelectors is Plan with the default table. With warn set (a plan
+// only shown), versions this machine cannot resolve keep their selectors
+// in the cell IDs, and warn says why.
+func PlanOrSelectors(ctx context.Context, c *sweeps.Campaign, warn func(error)) (*sweeps.Plan, error) {
 	p, err := Plan(ctx, c, nil)
-	if err != nil {
+	if err != nil && warn != nil {
 		warn(fmt.Errorf("cell IDs show selectors, not exact versions: %w", err))
 		p, err = sweeps.NewPlan(ctx, c, nil)
 	}
@@ -95,8 +95,12 @@ func (t *Table) LoadSoak(dir string, o SoakOptions) (*sweeps.Campaign, error) {
 	return c, input(err)
 }
 
-// ParseSSHFrom reads the operator's --ssh-from.
+// ParseSSHFrom reads the operator's --ssh-from; "" is none given (an
+// invalid prefix: the campaign's own stands).
 func ParseSSHFrom(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, nil
+	}
 	pfx, err := netip.ParsePrefix(s)
 	if err != nil {
 		return pfx, input(fmt.Errorf("--ssh-from %q: want a CIDR such as 203.0.113.7/32", s))

@@ -100,12 +100,9 @@ func (t *Table) UpFromFlags(ctx context.Context, f UpFlags, op *Operator) (*UpRe
 	if err := f.Spec.Validate(); err != nil {
 		return nil, input(fmt.Errorf("up: --%s", strings.TrimPrefix(err.Error(), "spec ")))
 	}
-	if f.SSHFrom != "" {
-		pfx, err := ParseSSHFrom(f.SSHFrom)
-		if err != nil {
-			return nil, fmt.Errorf("up: %w", err)
-		}
-		op.SSHFrom = pfx
+	var err error
+	if op.SSHFrom, err = ParseSSHFrom(f.SSHFrom); err != nil {
+		return nil, fmt.Errorf("up: %w", err)
 	}
 	var settings Settings
 	if row, ok := t.Row(f.Kind); ok {

@@ -30,3 +30,17 @@ func TestLiveWriterSplitsStderr(t *testing.T) {
 		}
 	}
 }
+
+// What LiveLines writes, the liveWriter reads back tick for tick.
+func TestLiveLinesRoundTrip(t *testing.T) {
+	var got []*lab.Live
+	var rest bytes.Buffer
+	w := &liveWriter{live: func(l *lab.Live) { got = append(got, l) }, rest: &rest}
+	write := LiveLines(w)
+	for ok := uint64(1); ok <= 3; ok++ {
+		write(&lab.Live{Phase: lab.PhaseMeasure, Counts: []lab.LiveCount{{Phase: lab.PhaseMeasure, Op: lab.OpSet, OK: ok}}})
+	}
+	if len(got) != 3 || got[2].Count(lab.PhaseMeasure, lab.OpSet).OK != 3 || rest.Len() != 0 {
+		t.Fatalf("read back %d ticks (%+v), rest %q", len(got), got, rest.String())
+	}
+}

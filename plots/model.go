@@ -204,12 +204,12 @@ func (c *Campaign) build() {
 			if pc.Version >= 0 && pc.Version < len(c.Plan.Versions) {
 				seg = c.Plan.Versions[pc.Version].Segment
 			}
-			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: pc.Workload.ValueSz, index: pc.Index}
+			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: plotSize(pc.Workload.ValueSz), index: pc.Index}
 			planned[[2]string{seg, pc.Key}]++
 		}
 	}
 	for _, r := range c.Run.Sorted() {
-		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: r.Workload.ValueSz, index: r.Index}
+		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: plotSize(r.Workload.ValueSz), index: r.Index}
 	}
 	versions := map[string]bool{}
 	if c.Plan != nil {
@@ -277,7 +277,7 @@ func (c *Campaign) build() {
 	}
 	for _, r := range c.Run.Sorted() {
 		_, gname := splitKey(r.Key)
-		p := points[gk{gname, r.Version.Segment}][r.Workload.ValueSz]
+		p := points[gk{gname, r.Version.Segment}][plotSize(r.Workload.ValueSz)]
 		if p == nil {
 			continue
 		}
@@ -566,4 +566,13 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// plotSize is where a cell sits on a value-size axis: its size, or for a
+// mix of sizes its mean (a mix's own sizes have the per-size charts).
+func plotSize(m lab.SizeMix) lab.Size {
+	if s, one := m.Single(); one {
+		return s
+	}
+	return lab.Size(m.Mean())
 }

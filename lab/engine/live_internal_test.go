@@ -10,8 +10,8 @@ import (
 // The live counters sit on the hot path: recording a request must not
 // allocate, and each latency lands in the bucket its bounds say.
 func TestLiveCountsCostNoAllocation(t *testing.T) {
-	w := lab.Workload{ValueSz: 1 << 20}
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), 1)}
+	w := lab.Workload{ValueSz: lab.OneSize(1 << 20)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), 1)}
 	wk := e.newWorker(0)
 	wk.sched = &schedule{warmupEnd: 0, measureEnd: int64(time.Hour), seconds: 1}
 	for op := range wk.measure {

@@ -43,7 +43,7 @@ func TestEnginesFollowThePacer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p, _ := recordingPeer(t, layout)
 			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: 2, Pipeline: 3, Threads: 1, Keyspace: 8,
-				ValueSz: lab.Size(layout.Size), Seed: layout.Seed, Engine: name,
+				ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Engine: name,
 				// The window opens at 150 ms and lasts far longer than
 				// the test: the pacer's stop is what ends the run.
 				Warmup: lab.Duration(150 * time.Millisecond), Duration: lab.Duration(time.Minute),
@@ -100,7 +100,7 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 	srv := labtest.StartRedis(t)
 	for _, ratio := range []lab.Ratio{{Sets: 1}, {Gets: 1}} {
 		w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Pipeline: 2, Threads: 1, Keyspace: 16,
-			ValueSz: 4096, Ratio: ratio, Prefill: ratio.Gets > 0, Seed: 1,
+			ValueSz: lab.OneSize(4096), Ratio: ratio, Prefill: ratio.Gets > 0, Seed: 1,
 			Duration: lab.Duration(400 * time.Millisecond)}.Resolve()
 		e, err := newEngine(w)
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 // newEngine opens the raw engine's connections and spreads them over its
 // workers.
 func newEngine(w lab.Workload) (*engine, error) {
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), w.Seed)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed)}
 	// Workers block in epoll_wait; each needs a P to run when it wakes, so
 	// never let GOMAXPROCS be the queue they wait in.
 	if runtime.GOMAXPROCS(0) < w.Threads+1 {

@@ -73,9 +73,9 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 		return fail(lab.StopSetupFailed, err)
 	}
 	if lim, ok := res.Server.Config["proto-max-bulk-len"]; ok {
-		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(w.ValueSz) > n {
+		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(w.ValueSz.Max()) > n {
 			return fail(lab.StopSetupFailed, &lab.FieldError{Field: "-s/--value-size",
-				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
+				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz.Max()), n)})
 		}
 	}
 	if w.Prefill {

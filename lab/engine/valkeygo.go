@@ -21,7 +21,7 @@ import (
 // connection onto its socket.
 
 func newValkeyGoEngine(w lab.Workload) (*engine, error) {
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), w.Seed)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed)}
 	e.loop = (*worker).runValkeyGo
 	clients := make([]valkey.Client, w.Connections)
 	for i := range clients {

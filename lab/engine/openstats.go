@@ -133,9 +133,9 @@ func (w *worker) recordClass(r *req, kind errIdx, lat int64) {
 	w.open.classLat[r.op][int(r.class)*lab.LatBuckets+lab.LatBucket(lat/1000)]++
 }
 
-// recordProbe files a probe GET: alone (intended before the main load
-// starts) or under load (intended in the window); the warmup's second
-// half is neither.
+// recordProbe files a probe GET: alone (intended in the warmup's second
+// quarter, before the main load starts) or under load (intended in the
+// window); the rest of the warmup is neither.
 func (w *worker) recordProbe(r *req, kind errIdx, miss bool, t, from, sent int64) {
 	p := w.open.probe
 	if p == nil || !r.paced {
@@ -144,7 +144,7 @@ func (w *worker) recordProbe(r *req, kind errIdx, miss bool, t, from, sent int64
 	good := kind == ok && !miss
 	switch {
 	case r.intended < w.sched.mainStart:
-		if good {
+		if good && r.intended >= w.sched.idleStart {
 			lab.RecordUs(p.idle, t-from)
 		}
 	case w.sched.inWindow(r.intended):

@@ -100,15 +100,44 @@ func TestEnginesFollowThePacer(t *testing.T) {
 
 // The raw engine allocates nothing per request: a run's whole allocation
 // count (setup of the stage, timers, goroutines) stays a small constant
-// however many requests it makes.
+// however many requests it makes, closed loop or paced, with one size or
+// a mix, with or without the probe.
 func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 	srv := labtest.StartRedis(t)
-	for _, ratio := range []lab.Ratio{{Sets: 1}, {Gets: 1}} {
+	mix, err := lab.ParseSizeMix("1KiB:1,4KiB:2,16KiB:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(w *lab.Workload)
+	}{
+		{"SET", func(w *lab.Workload) { w.Ratio = lab.Ratio{Sets: 1} }},
+		{"GET", func(w *lab.Workload) {}},
+		{"paced GET+SET of a mix", func(w *lab.Workload) {
+			w.Ratio, w.ValueSz, w.Rate = lab.Ratio{Gets: 3, Sets: 1}, mix, lab.Rate{PerSec: 6000}
+		}},
+		{"poisson ramp beside the probe", func(w *lab.Workload) {
+			w.Ramp = lab.Ramp{From: lab.Rate{PerSec: 3000}, To: lab.Rate{PerSec: 6000}, Steps: 2, Step: lab.Duration(time.Second)}
+			w.Arrival, w.Duration = lab.ArrivalPoisson, 0
+			w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 500}}
+			w.Warmup = lab.Duration(2 * time.Second)
+		}},
+	} {
 		w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Pipeline: 2, Threads: 1, Keyspace: 16,
-			ValueSz: lab.OneSize(4096), Ratio: ratio, Prefill: ratio.Gets > 0, Seed: 1,
-			Duration: lab.Duration(400 * time.Millisecond)}.Resolve()
+			ValueSz: lab.OneSize(4096), Ratio: lab.Ratio{Gets: 1}, Seed: 1,
+			Duration: lab.Duration(400 * time.Millisecond)}
+		tc.mut(&w)
+		w.Prefill = w.Ratio.Gets > 0
+		w = w.Resolve()
+		if err := w.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 		e, err := newEngine(w)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.planPacing(); err != nil {
 			t.Fatal(err)
 		}
 		if w.Prefill {
@@ -122,18 +151,20 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		var requests uint64
 		for _, wk := range e.workers {
-			for _, n := range wk.phases[phMeasure].ops {
-				requests += n
+			for _, ph := range []int{phWarmup, phMeasure, phDrain} {
+				for _, n := range wk.phases[ph].ops {
+					requests += n
+				}
 			}
 		}
 		e.shutdown()
 		allocs := after.Mallocs - before.Mallocs
 		if requests < 1000 {
-			t.Fatalf("%v: only %d requests: too few to tell", ratio, requests)
+			t.Fatalf("%s: only %d requests: too few to tell", tc.name, requests)
 		}
 		if allocs > requests/20 {
-			t.Errorf("%v: %d allocations for %d requests", ratio, allocs, requests)
+			t.Errorf("%s: %d allocations for %d requests", tc.name, allocs, requests)
 		}
-		t.Logf("%v: %d allocations for %d requests", ratio, allocs, requests)
+		t.Logf("%s: %d allocations for %d requests", tc.name, allocs, requests)
 	}
 }

@@ -62,7 +62,7 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
 	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + int64(w.RequestTimeout), seconds: secs}
 	if !w.Probe.IsZero() {
-		s.mainStart = warm / 2
+		s.idleStart, s.mainStart = warm/4, warm/2
 	}
 	if !w.Ramp.IsZero() {
 		s.stepLen, s.steps = int64(w.Ramp.Step), w.Ramp.Steps

@@ -27,9 +27,12 @@ type schedule struct {
 	drainEnd    int64 // in-flight requests still open then are abandoned
 	seconds     int   // length of the per-second series
 	prefillMode bool
-	// Open loop: when the main load starts (after the probe's idle half of
-	// the warmup; 0 without a probe), and a ramp's step length and count
-	// (0 without a ramp; its steps are the window).
+	// Open loop: when the probe's idle latency is measured from (the
+	// warmup's first quarter settles its connections) and when the main
+	// load starts (after the probe's idle half of the warmup; 0 without a
+	// probe), and a ramp's step length and count (0 without a ramp; its
+	// steps are the window).
+	idleStart int64
 	mainStart int64
 	stepLen   int64
 	steps     int

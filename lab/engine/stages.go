@@ -141,7 +141,10 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	if st := e.stoppedAt; !st.IsZero() && st.Before(endAt) {
 		endAt = st
 	}
-	if finished.Before(endAt) { // every connection died
+	// Workers end early when every connection died, or when a schedule
+	// has no more requests (its last was meant just before the end): the
+	// window is the schedule's all the same.
+	if finished.Before(endAt) && e.allDead() {
 		endAt = finished
 	}
 	startAt := base.Add(time.Duration(warm))

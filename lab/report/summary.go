@@ -59,6 +59,7 @@ func WriteSummary(out io.Writer, r *lab.Result) {
 			FormatUs(l.P50), FormatUs(l.P90), FormatUs(l.P99), FormatUs(l.P999), FormatUs(l.Max), FormatUs(l.Mean), ttfb, errs)
 	}
 	tw.Flush()
+	writeOpenLoop(out, r)
 
 	if len(r.Errors) > 0 {
 		kinds := make([]string, 0, len(r.Errors))

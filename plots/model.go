@@ -72,6 +72,18 @@ type Group struct {
 	Op     string // the key's op segment
 	Sizes  []lab.Size
 	Series []*Series // in Campaign.Order; only versions the group has
+	// Mixes names the sizes that stand for a value-size mix (placed at
+	// its mean size): -s as given.
+	Mixes map[lab.Size]string
+}
+
+// SizeLabel is how a size of the group is written on axes and in tables:
+// 8 MiB, or a mix as -s takes it.
+func (g *Group) SizeLabel(s lab.Size) string {
+	if m, ok := g.Mixes[s]; ok {
+		return m
+	}
+	return sizeLabel(s)
 }
 
 // Series is one version's points in a group, aligned with Group.Sizes.
@@ -192,6 +204,7 @@ func readSoaks(dir string, problems []string) ([]*sweeps.SoakRecord, []string) {
 type cellRef struct {
 	version, key string
 	size         lab.Size
+	mix          string // -s of a mix; "" for one size
 	index        int
 }
 
@@ -204,12 +217,12 @@ func (c *Campaign) build() {
 			if pc.Version >= 0 && pc.Version < len(c.Plan.Versions) {
 				seg = c.Plan.Versions[pc.Version].Segment
 			}
-			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: plotSize(pc.Workload.ValueSz), index: pc.Index}
+			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: plotSize(pc.Workload.ValueSz), mix: mixText(pc.Workload.ValueSz), index: pc.Index}
 			planned[[2]string{seg, pc.Key}]++
 		}
 	}
 	for _, r := range c.Run.Sorted() {
-		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: plotSize(r.Workload.ValueSz), index: r.Index}
+		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: plotSize(r.Workload.ValueSz), mix: mixText(r.Workload.ValueSz), index: r.Index}
 	}
 	versions := map[string]bool{}
 	if c.Plan != nil {
@@ -237,6 +250,12 @@ func (c *Campaign) build() {
 		}
 		groupFirst[gname] = min(groupFirst[gname], ref.index)
 		sizes[gname][ref.size] = true
+		if ref.mix != "" {
+			if g.Mixes == nil {
+				g.Mixes = map[lab.Size]string{}
+			}
+			g.Mixes[ref.size] = ref.mix
+		}
 		k := gk{gname, ref.version}
 		if points[k] == nil {
 			points[k] = map[lab.Size]*Point{}
@@ -477,7 +496,17 @@ func (c *Campaign) Setup() Setup {
 		s.Tuning += fmt.Sprintf(" (%d cell%s measured with the hosts drifted from it)", drifted, plural(drifted))
 	}
 	conns, pipes, threads, warm, dur := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	rates, ramps, probes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, w := range c.workloads() {
+		switch {
+		case !w.Rate.IsZero():
+			rates[w.Rate.String()] = true
+		case !w.Ramp.IsZero():
+			ramps[w.Ramp.String()] = true
+		}
+		if !w.Probe.IsZero() {
+			probes[w.Probe.String()] = true
+		}
 		conns[fmt.Sprint(w.Connections)] = true
 		pipes[fmt.Sprint(w.Pipeline)] = true
 		if w.Threads > 0 {
@@ -489,6 +518,15 @@ func (c *Campaign) Setup() Setup {
 	s.Load = fmt.Sprintf("%s connections, pipeline %s", joinSet(conns), joinSet(pipes))
 	if len(threads) > 0 {
 		s.Load += fmt.Sprintf(", %s client threads", joinSet(threads))
+	}
+	if len(rates) > 0 {
+		s.Load += ", open loop at " + joinSet(rates)
+	}
+	if len(ramps) > 0 {
+		s.Load += ", ramp " + joinSet(ramps)
+	}
+	if len(probes) > 0 {
+		s.Load += ", probe " + joinSet(probes)
 	}
 	s.Window = fmt.Sprintf("%s warmup + %s measured", joinSet(warm), joinSet(dur))
 	if c.Plan != nil && c.Plan.Campaign.Repetitions > 0 {
@@ -566,6 +604,14 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// mixText is -s of a mix, "" for one size.
+func mixText(m lab.SizeMix) string {
+	if _, one := m.Single(); one {
+		return ""
+	}
+	return m.String()
 }
 
 // plotSize is where a cell sits on a value-size axis: its size, or for a

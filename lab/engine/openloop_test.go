@@ -219,18 +219,20 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 	srv := labtest.StartRedis(t)
 	for _, tc := range []struct {
 		mix     string
+		engine  string
 		classes []lab.Size
 	}{
-		{"4KiB:1,16KiB:1,64KiB:1", []lab.Size{4 << 10, 16 << 10, 64 << 10}},
-		{"4KiB-64KiB", []lab.Size{4 << 10, 8 << 10, 16 << 10, 32 << 10}},
+		{"4KiB:1,16KiB:1,64KiB:1", lab.EngineRaw, []lab.Size{4 << 10, 16 << 10, 64 << 10}},
+		{"4KiB-64KiB", lab.EngineRaw, []lab.Size{4 << 10, 8 << 10, 16 << 10, 32 << 10}},
+		{"4KiB-64KiB", lab.EngineValkeyGo, []lab.Size{4 << 10, 8 << 10, 16 << 10, 32 << 10}},
 	} {
-		t.Run(tc.mix, func(t *testing.T) {
+		t.Run(tc.mix+"/"+tc.engine, func(t *testing.T) {
 			mix, err := lab.ParseSizeMix(tc.mix)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 40,
-				ValueSz: mix, Ratio: lab.Ratio{Gets: 80, Sets: 20}, Prefill: true, Verify: lab.VerifyFull,
+				ValueSz: mix, Ratio: lab.Ratio{Gets: 80, Sets: 20}, Prefill: true, Verify: lab.VerifyFull, Engine: tc.engine,
 				Duration: lab.Duration(1500 * time.Millisecond), Seed: 9}
 			res := run(t, w)
 			if len(res.Errors) > 0 {

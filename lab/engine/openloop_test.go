@@ -151,6 +151,11 @@ func TestOpenLoopKeepsUpWithinOnePercent(t *testing.T) {
 			if math.Abs(ol.Achieved-ol.Offered) > 0.01*ol.Offered {
 				t.Errorf("achieved %.2f/s of %.0f offered: more than 1 %% off", ol.Achieved, ol.Offered)
 			}
+			// The last request goes out just before the window's end and the
+			// workers may finish then: the window is the schedule's all the same.
+			if m := res.Window.Measured.D(); m < res.Window.Requested.D()-time.Millisecond {
+				t.Errorf("measured window %s of %s: a paced run's window ended with its last request", m, res.Window.Requested)
+			}
 			if ol.Sent != 1200 || ol.Dropped != 0 || !ol.Sustainable {
 				t.Errorf("sent %d dropped %d: the window's schedule holds 1200", ol.Sent, ol.Dropped)
 			}

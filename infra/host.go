@@ -222,6 +222,16 @@ func (t *TailBuffer) Write(p []byte) (int, error) {
 
 func (t *TailBuffer) String() string { return string(t.b) }
 
+// LastLine is the last non-empty line of s (a command's stderr, a log
+// tail): what one line of an error message can carry.
+func LastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
 // factsScript prints what ProbeFacts parses; it needs only a POSIX shell,
 // uname, nproc and iproute2, which every lab host has.
 const factsScript = `uname -m; uname -r; nproc; ip -j addr show`

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // Kind is a server family. Valkey and Redis share their flags; KeyDB and
@@ -103,11 +103,11 @@ func (s ServerSettings) Validate() error {
 
 // PinCPUs is the CPU list the server is pinned to; nil when CPUs is unset.
 // A list that names no CPU is refused: it would pin to nothing.
-func (s ServerSettings) PinCPUs() (kernel.CPUList, error) {
+func (s ServerSettings) PinCPUs() (cpus.List, error) {
 	if s.CPUs == "" {
 		return nil, nil
 	}
-	l, err := kernel.ParseCPUList(s.CPUs)
+	l, err := cpus.Parse(s.CPUs)
 	if err == nil && len(l) == 0 {
 		err = fmt.Errorf("cpu list %q: empty", s.CPUs)
 	}

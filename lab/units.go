@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // Size is a byte count that parses both unit families: "8MiB" is 8388608,
@@ -149,16 +149,16 @@ func (r *Ratio) Set(v string) error {
 func (r *Ratio) Type() string { return "GET:SET" }
 
 // CPUList is a Linux CPU list such as "4-19" or "0,2,4-7", kept in the
-// order written: infra/kernel's one CPU-list type (rules in its package doc).
-type CPUList = kernel.CPUList
+// order written: lab/cpus' one CPU-list type (rules in its package doc).
+type CPUList = cpus.List
 
-// MaxCPUs bounds CPU numbers (kernel.MaxCPUs: 8192, the most CPUs a Linux
+// MaxCPUs bounds CPU numbers (cpus.Max: 8192, the most CPUs a Linux
 // kernel can be built for).
-const MaxCPUs = kernel.MaxCPUs
+const MaxCPUs = cpus.Max
 
 // CPUListForms is the help text for CPUList.
-const CPUListForms = kernel.CPUListForms
+const CPUListForms = cpus.Forms
 
 // ParseCPUList reads a Linux CPU list, keeping its order; a CPU named twice
-// is refused (kernel.ParseCPUList).
-func ParseCPUList(s string) (CPUList, error) { return kernel.ParseCPUList(s) }
+// is refused (cpus.Parse).
+func ParseCPUList(s string) (CPUList, error) { return cpus.Parse(s) }

@@ -37,7 +37,8 @@ type Campaign struct {
 	// Source is the file as read; the run store keeps it beside the plan.
 	Source []byte `json:"-"`
 
-	lines map[string]pos // field path -> where it is, for errors found after parsing
+	lines        map[string]pos // field path -> where it is, for errors found after parsing
+	estimateNode *yaml.Node     // the estimate block, kept for SetEstimateDefaults
 }
 
 // Order is how cells are sequenced.
@@ -52,20 +53,20 @@ const (
 	OrderShuffle Order = "shuffle"
 )
 
-// Provider says where the hosts come from. Settings are the provider's own
-// and are checked by infra; here only their presence is checked.
+// Provider says where the hosts come from: a kind, and settings that are
+// the kind's own. The campaign keeps them as written; the provider table
+// (sweeps/session) knows the kinds and decodes the settings (Decode).
 type Provider struct {
-	Kind     string         `json:"kind"`
+	Kind string `json:"kind"`
+	// Settings are the block's other keys as plain values, for the record.
 	Settings map[string]any `json:"settings,omitempty"`
+
+	file string
+	node *yaml.Node // the block: a scalar kind or a mapping
 }
 
-// Provider kinds.
-const (
-	ProviderLocal = "local"
-	ProviderNetns = "netns"
-	ProviderSSH   = "ssh"
-	ProviderAWS   = "aws"
-)
+// DefaultProvider is the kind of a campaign that names none.
+const DefaultProvider = "local"
 
 // ServerSettings shape how a server version is started.
 type ServerSettings struct {
@@ -108,16 +109,23 @@ type EstimateParams struct {
 	PrefillRate  lab.Size     `json:"prefill_rate"`  // bytes per second written by prefill
 }
 
-func defaultEstimate(provider string) EstimateParams {
-	switch provider {
-	case ProviderAWS, ProviderSSH:
-		// Remote: SSH round trips per cell, containers to start.
-		return EstimateParams{ServerStart: lab.Duration(10 * time.Second), CellOverhead: lab.Duration(3 * time.Second), PrefillRate: 2 << 30}
-	}
-	// One machine: a fresh page costs ~13 µs here, so prefill writes ~300 MB/s;
-	// flush, connect, drain of large values in flight and the record took
-	// ~2-3 s per cell in local.yaml runs on 2 vCPUs.
+// DefaultEstimate is the estimate on one machine: a fresh page costs
+// ~13 µs here, so prefill writes ~300 MB/s; flush, connect, drain of large
+// values in flight and the record took ~2-3 s per cell in local.yaml runs
+// on 2 vCPUs. A provider whose hosts cost more per step says so
+// (SetEstimateDefaults).
+func DefaultEstimate() EstimateParams {
 	return EstimateParams{ServerStart: lab.Duration(2 * time.Second), CellOverhead: lab.Duration(2 * time.Second), PrefillRate: 300 << 20}
+}
+
+// SetEstimateDefaults makes def the estimate's defaults: what the
+// campaign's estimate block gives stays over them.
+func (c *Campaign) SetEstimateDefaults(def EstimateParams) {
+	c.Estimate = def
+	if c.estimateNode != nil {
+		d := &decoder{file: c.File}
+		d.estimate(c.estimateNode, "estimate", &c.Estimate) // read once already: no error
+	}
 }
 
 // Limits on campaign-level numbers; beyond them a file is surely a typo.
@@ -250,10 +258,12 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 		d.fail(valueOf(root, "name"), "name", "%q: use lower-case letters, digits, . _ - (it names the run directory)", c.Name)
 	}
 	if c.Provider.Kind == "" {
-		c.Provider.Kind = ProviderLocal
+		c.Provider.Kind = DefaultProvider
 	}
-	c.Estimate = defaultEstimate(c.Provider.Kind)
+	c.Provider.file = file
+	c.Estimate = DefaultEstimate()
 	if estimate != nil {
+		c.estimateNode = estimate
 		d.estimate(estimate, "estimate", &c.Estimate)
 	}
 	if serverNode != nil {
@@ -287,12 +297,15 @@ func valueOf(m *yaml.Node, key string) *yaml.Node {
 	return m
 }
 
+// provider reads the block's kind and keeps the rest for the provider
+// table, which knows the kinds and their settings (Provider.Decode).
 func (d *decoder) provider(n *yaml.Node, path string) Provider {
 	n = deref(n)
-	p := Provider{}
-	if n.Kind == yaml.ScalarNode { // provider: local
+	p := Provider{node: n}
+	switch n.Kind {
+	case yaml.ScalarNode: // provider: local
 		d.str(n, path, &p.Kind)
-	} else if n.Kind == yaml.MappingNode {
+	case yaml.MappingNode:
 		p.Settings = map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -307,29 +320,16 @@ func (d *decoder) provider(n *yaml.Node, path string) Provider {
 			p.Settings[k.Value] = plain(v)
 		}
 		if p.Kind == "" {
-			d.fail(n, path+".kind", "missing; use local, netns, ssh or aws")
-			return p
+			d.fail(n, path+".kind", "missing; the provider block names its kind (such as local)")
 		}
-	} else {
+		if len(p.Settings) == 0 {
+			p.Settings = nil
+		}
+	default:
 		d.fail(n, path, "want a provider kind or a mapping with kind, got %s", kindName(n))
-		return p
 	}
-	need := map[string][]string{
-		ProviderLocal: nil, ProviderNetns: nil,
-		ProviderSSH: {"server", "client"}, ProviderAWS: {"instance-type"},
-	}
-	req, ok := need[p.Kind]
-	if !ok {
-		d.fail(n, path+".kind", "%q: use local, netns, ssh or aws", p.Kind)
-		return p
-	}
-	for _, r := range req {
-		if _, ok := p.Settings[r]; !ok {
-			d.fail(n, join(path, r), "missing; a %s provider needs %s", p.Kind, strings.Join(req, " and "))
-		}
-	}
-	if len(p.Settings) == 0 {
-		p.Settings = nil
+	if p.Kind != "" && !nameRE.MatchString(p.Kind) {
+		d.fail(valueOf(n, "kind"), path+".kind", "%q is not a provider kind (lower-case letters, digits, . _ -)", p.Kind)
 	}
 	return p
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // Apply tunes the host to the profile: it takes a snapshot of everything it
@@ -83,7 +83,7 @@ func ApplyWith(ctx context.Context, h Host, p Profile, save func(Snapshot) error
 			}
 		}
 	}
-	have := map[int]kernel.CPUList{}
+	have := map[int]cpus.List{}
 	for _, a := range snap.State.IRQs {
 		have[a.IRQ] = a.CPUs
 	}
@@ -251,14 +251,14 @@ func (d Drift) String() string {
 // Report is verify's answer, a plain record the sweeps runner stores with
 // each cell.
 type Report struct {
-	Checked    time.Time      `json:"checked"`
-	NIC        string         `json:"nic"`
-	OK         bool           `json:"ok"`
-	Drifts     []Drift        `json:"drifts"`
-	IRQCPUs    kernel.CPUList `json:"irq_cpus"`
-	ServerCPUs kernel.CPUList `json:"server_cpus"`
-	ClientCPUs kernel.CPUList `json:"client_cpus"`
-	Notes      []string       `json:"notes,omitempty"`
+	Checked    time.Time `json:"checked"`
+	NIC        string    `json:"nic"`
+	OK         bool      `json:"ok"`
+	Drifts     []Drift   `json:"drifts"`
+	IRQCPUs    cpus.List `json:"irq_cpus"`
+	ServerCPUs cpus.List `json:"server_cpus"`
+	ClientCPUs cpus.List `json:"client_cpus"`
+	Notes      []string  `json:"notes,omitempty"`
 }
 
 // Verify compares the host with the profile and lists every drift: an IRQ

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // FS is the file half of the host seam: every read and write of /proc, /sys
@@ -26,8 +26,8 @@ type FS interface {
 
 // parseCPUSet reads a CPU list as a set: tuning keeps its CPU lists
 // ascending, whatever order a profile wrote them in.
-func parseCPUSet(s string) (kernel.CPUList, error) {
-	l, err := kernel.ParseCPUList(s)
+func parseCPUSet(s string) (cpus.List, error) {
+	l, err := cpus.Parse(s)
 	return l.Sorted(), err
 }
 

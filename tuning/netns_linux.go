@@ -46,3 +46,37 @@ func inNetns(path string, f func() error) error {
 	}()
 	return <-done
 }
+
+// MachineNetns is this process's hold on the network namespace it started
+// in (the machine's, for a coordinator), named by a path another process
+// can open while the hold lasts. /proc/PID/ns/net would name the namespace
+// of the main thread, which a goroutine locked to it may have moved into
+// another namespace for a moment; an open descriptor cannot move.
+type MachineNetns struct {
+	f    *os.File
+	Path string // /proc/PID/fd/N
+}
+
+// OpenMachineNetns takes the hold from an unlocked goroutine: threads
+// that carry no locked goroutine are always in the process's own
+// namespace (inNetns, and netns.Host.Do, leave a namespace before they
+// unlock).
+func OpenMachineNetns() (*MachineNetns, error) {
+	type result struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := os.Open("/proc/thread-self/ns/net")
+		done <- result{f, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		return nil, fmt.Errorf("open the machine's network namespace: %w", r.err)
+	}
+	return &MachineNetns{f: r.f, Path: fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), r.f.Fd())}, nil
+}
+
+// Close lets the hold go.
+func (m *MachineNetns) Close() error { return m.f.Close() }

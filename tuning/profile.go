@@ -11,7 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -152,7 +153,7 @@ func (p Profile) Validate() error {
 			return fieldErr("allow_overlap", "%q: want irq+server, irq+client or server+client", a)
 		}
 	}
-	sets := map[string]kernel.CPUList{}
+	sets := map[string]cpus.List{}
 	for _, f := range []struct{ name, v string }{
 		{"irq_cpus", p.IRQCPUs}, {"server_cpus", p.ServerCPUs}, {"client_cpus", p.ClientCPUs},
 		{"irqbalance_banned_cpus", p.IrqbalanceBannedCPUs},
@@ -191,10 +192,10 @@ func (p Profile) allowed(pair string) bool {
 }
 
 // checkOverlaps refuses sets that share CPUs unless the profile allows it.
-func (p Profile) checkOverlaps(irq, server, client kernel.CPUList) error {
+func (p Profile) checkOverlaps(irq, server, client cpus.List) error {
 	for _, c := range []struct {
 		pair, a, b string
-		x, y       kernel.CPUList
+		x, y       cpus.List
 	}{
 		{OverlapIRQServer, "irq_cpus", "server_cpus", irq, server},
 		{OverlapIRQClient, "irq_cpus", "client_cpus", irq, client},

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // IrqbalanceUnit is the systemd unit tuning starts and stops.
@@ -109,19 +109,19 @@ type Desired struct {
 	Irqbalance string `json:"irqbalance"`
 	// IrqbalanceBanned and IrqbalanceBanIRQs go into irqbalance's config
 	// when it runs: CPUs it must leave alone and the IRQs pinned here.
-	IrqbalanceBanned  kernel.CPUList `json:"irqbalance_banned_cpus,omitempty"`
-	IrqbalanceBanIRQs []int          `json:"irqbalance_ban_irqs,omitempty"`
+	IrqbalanceBanned  cpus.List `json:"irqbalance_banned_cpus,omitempty"`
+	IrqbalanceBanIRQs []int     `json:"irqbalance_ban_irqs,omitempty"`
 	// Queues is nil when the queue count is left as it is.
-	Queues     *QueueCounts   `json:"queues,omitempty"`
-	IRQCPUs    kernel.CPUList `json:"irq_cpus"`
-	IRQSpread  string         `json:"irq_spread"`
-	IRQs       []IRQPin       `json:"irqs"`
-	ServerCPUs kernel.CPUList `json:"server_cpus"`
-	ClientCPUs kernel.CPUList `json:"client_cpus"`
+	Queues     *QueueCounts `json:"queues,omitempty"`
+	IRQCPUs    cpus.List    `json:"irq_cpus"`
+	IRQSpread  string       `json:"irq_spread"`
+	IRQs       []IRQPin     `json:"irqs"`
+	ServerCPUs cpus.List    `json:"server_cpus"`
+	ClientCPUs cpus.List    `json:"client_cpus"`
 	// ReservedCPUs are SMT siblings of IRQ CPUs, kept idle so the server
 	// never shares a core with interrupt work.
-	ReservedCPUs kernel.CPUList `json:"reserved_cpus,omitempty"`
-	Sysctls      []Sysctl       `json:"sysctls,omitempty"`
+	ReservedCPUs cpus.List `json:"reserved_cpus,omitempty"`
+	Sysctls      []Sysctl  `json:"sysctls,omitempty"`
 	// Derived says, per field the profile left out, how its value was chosen.
 	Derived map[string]string `json:"derived,omitempty"`
 	Notes   []string          `json:"notes,omitempty"`
@@ -129,10 +129,10 @@ type Desired struct {
 
 // IRQPin is where one IRQ should run.
 type IRQPin struct {
-	IRQ   int            `json:"irq"`
-	Name  string         `json:"name"`
-	Queue int            `json:"queue"`
-	CPUs  kernel.CPUList `json:"cpus"`
+	IRQ   int       `json:"irq"`
+	Name  string    `json:"name"`
+	Queue int       `json:"queue"`
+	CPUs  cpus.List `json:"cpus"`
 }
 
 // Sysctl is one setting under /proc/sys.
@@ -150,7 +150,7 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 	}
 	t := f.Topology
 	d := Desired{NIC: f.NIC.Name, Derived: map[string]string{}}
-	explicit := map[string]kernel.CPUList{}
+	explicit := map[string]cpus.List{}
 	for _, e := range []struct{ name, v string }{
 		{"irq_cpus", p.IRQCPUs}, {"server_cpus", p.ServerCPUs}, {"client_cpus", p.ClientCPUs},
 		{"irqbalance_banned_cpus", p.IrqbalanceBannedCPUs},
@@ -277,8 +277,8 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		}
 		return out
 	}
-	cpusOf := func(cs []Core) kernel.CPUList {
-		var s kernel.CPUList
+	cpusOf := func(cs []Core) cpus.List {
+		var s cpus.List
 		for _, c := range cs {
 			s = s.Union(c.CPUs)
 		}
@@ -351,11 +351,11 @@ func Resolve(p Profile, f Facts) (Desired, error) {
 		if pos < 0 {
 			pos = i
 		}
-		cpus := d.IRQCPUs
+		pinned := d.IRQCPUs
 		if d.IRQSpread == SpreadRoundRobin {
-			cpus = kernel.CPUList{d.IRQCPUs[pos%len(d.IRQCPUs)]}
+			pinned = cpus.List{d.IRQCPUs[pos%len(d.IRQCPUs)]}
 		}
-		d.IRQs = append(d.IRQs, IRQPin{IRQ: irq.Num, Name: irq.Name, Queue: irq.Queue, CPUs: cpus})
+		d.IRQs = append(d.IRQs, IRQPin{IRQ: irq.Num, Name: irq.Name, Queue: irq.Queue, CPUs: pinned})
 	}
 	if !hasIRQs {
 		d.Notes = append(d.Notes, fmt.Sprintf("%s has no IRQs to pin (a virtual device such as veth or loopback): IRQ pinning skipped", f.NIC.Name))
@@ -424,7 +424,7 @@ func checkQueues(q QueueCounts, ch Channels, nic string) error {
 	return nil
 }
 
-func orNone(s kernel.CPUList) string {
+func orNone(s cpus.List) string {
 	if len(s) == 0 {
 		return "none"
 	}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // TestRoundTrip runs plan, apply, verify and revert on a copy of each
@@ -249,7 +249,7 @@ func TestSnapshotWithListText(t *testing.T) {
 	if err := json.Unmarshal([]byte(old), &snap); err != nil {
 		t.Fatal(err)
 	}
-	if got := snap.State.IRQs[0].CPUs; !got.Equal(kernel.MustCPUList("0-1")) {
+	if got := snap.State.IRQs[0].CPUs; !got.Equal(cpus.Must("0-1")) {
 		t.Fatalf("IRQ 38's CPUs read as %v", got)
 	}
 	if err := Revert(bg, h, snap); err != nil {

@@ -1,8 +1,6 @@
 package tuning
 
 import (
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,7 +91,12 @@ func TestPerNamespaceMatchesTheKernel(t *testing.T) {
 func TestScopeKernelSetsKernelWideNetSysctlsOnTheMachine(t *testing.T) {
 	needRoot(t)
 	ns := "/run/netns/" + vethNetns(t)
-	machineNS := fmt.Sprintf("/proc/%d/ns/net", os.Getpid())
+	hold, err := OpenMachineNetns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	machineNS := hold.Path
 	live := kernel.FS{Root: "/"}
 	var wide string
 	for _, name := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_mem", "net.core.netdev_max_backlog"} {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // State is everything apply may change, as it is on the host. A Snapshot
@@ -23,9 +23,9 @@ type State struct {
 
 // IRQAffinity is one IRQ's smp_affinity_list.
 type IRQAffinity struct {
-	IRQ  int            `json:"irq"`
-	Name string         `json:"name"`
-	CPUs kernel.CPUList `json:"cpus"`
+	IRQ  int       `json:"irq"`
+	Name string    `json:"name"`
+	CPUs cpus.List `json:"cpus"`
 }
 
 // SnapshotVersion changes when Snapshot's fields change meaning.
@@ -114,7 +114,7 @@ func capture(ctx context.Context, h Host, sc scope) (State, error) {
 
 func affinityPath(irq int) string { return fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq) }
 
-func readAffinity(f FS, irq int) (kernel.CPUList, error) {
+func readAffinity(f FS, irq int) (cpus.List, error) {
 	s, err := readString(f, affinityPath(irq))
 	if err != nil {
 		return nil, fmt.Errorf("read affinity of IRQ %d: %w", irq, err)
@@ -188,7 +188,7 @@ func diff(cur State, d Desired) []Change {
 	if d.Queues != nil && cur.Queues != nil && !queuesMatch(*cur.Queues, *d.Queues) {
 		out = append(out, Change{What: "queues", Object: cur.NIC, From: cur.Queues.String(), To: d.Queues.String()})
 	}
-	have := map[int]kernel.CPUList{}
+	have := map[int]cpus.List{}
 	for _, q := range cur.IRQs {
 		have[q.IRQ] = q.CPUs
 	}
@@ -218,7 +218,7 @@ func queuesMatch(cur, want QueueCounts) bool {
 
 // irqbalanceConfig returns the config file with the banned CPUs and the
 // pinned IRQs set, keeping every other line and any other arguments.
-func irqbalanceConfig(old string, banned kernel.CPUList, banIRQs []int) string {
+func irqbalanceConfig(old string, banned cpus.List, banIRQs []int) string {
 	args := ""
 	if v, ok := envValue(old, "IRQBALANCE_ARGS"); ok {
 		for _, a := range strings.Fields(v) {

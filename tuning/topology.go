@@ -8,24 +8,24 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // Core is one physical core: the CPUs (hardware threads) that share it. On a
 // host without SMT (Graviton) every core has one CPU.
 type Core struct {
-	ID      int            `json:"id"`      // index in Topology.Cores, not the kernel's core_id
-	Package int            `json:"package"` // physical_package_id
-	Node    int            `json:"node"`    // NUMA node
-	CPUs    kernel.CPUList `json:"cpus"`
+	ID      int       `json:"id"`      // index in Topology.Cores, not the kernel's core_id
+	Package int       `json:"package"` // physical_package_id
+	Node    int       `json:"node"`    // NUMA node
+	CPUs    cpus.List `json:"cpus"`
 }
 
 // Topology is what derivation needs to know about the host's processors.
 type Topology struct {
-	CPUs  kernel.CPUList         `json:"cpus"` // online CPUs
-	Cores []Core                 `json:"cores"`
-	Nodes map[int]kernel.CPUList `json:"nodes"` // NUMA node → online CPUs
-	SMT   bool                   `json:"smt"`   // some core has more than one CPU
+	CPUs  cpus.List         `json:"cpus"` // online CPUs
+	Cores []Core            `json:"cores"`
+	Nodes map[int]cpus.List `json:"nodes"` // NUMA node → online CPUs
+	SMT   bool              `json:"smt"`   // some core has more than one CPU
 }
 
 // ReadTopology reads /sys/devices/system/cpu and /sys/devices/system/node.
@@ -42,7 +42,7 @@ func ReadTopology(f FS) (Topology, error) {
 		return t, errors.New("read online CPUs: /sys/devices/system/cpu/online lists none")
 	}
 
-	t.Nodes = map[int]kernel.CPUList{}
+	t.Nodes = map[int]cpus.List{}
 	nodeOf := map[int]int{}
 	names, err := f.ReadDir("/sys/devices/system/node")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -84,7 +84,7 @@ func ReadTopology(f FS) (Topology, error) {
 			continue
 		}
 		dir := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/", c)
-		sibs := kernel.CPUList{c}
+		sibs := cpus.List{c}
 		if s, err := readString(f, dir+"thread_siblings_list"); err == nil {
 			if p, err := parseCPUSet(s); err == nil && p.Contains(c) {
 				sibs = p.Intersect(t.CPUs)

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/linerate/linerate/sweeps/parts"
+	"github.com/linerate/linerate/sweeps/agent"
+	"github.com/linerate/linerate/sweeps/local"
 )
 
 func init() {
@@ -30,7 +31,7 @@ cancels what it is doing, stops the servers it started and reverts the
 tuning. The tuning snapshot is also kept in --state-dir: the next agent to
 apply a profile here reverts a snapshot left by one that was killed, and by
 hand:
-  sudo linerate tune revert --snapshot DIR/tuning-snapshot.json
+  sudo linerate tune revert --snapshot DIR/` + local.SnapshotFile + `
 
 Flags:
 `
@@ -52,7 +53,7 @@ func runAgent(ctx context.Context, args []string) int {
 	// A coordinator that is gone closes our output: main's signal handling
 	// makes that an error (and a stop) the agent handles — stop servers,
 	// revert tuning — not a SIGPIPE that ends the process first.
-	a := &parts.Agent{Starter: &parts.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
+	a := &agent.Agent{Starter: &local.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 	msrv, code := startMetrics("agent", *metricsAddr, a.HostMetrics())
 	if code != 0 {
 		return code

@@ -14,8 +14,9 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
-	"github.com/linerate/linerate/sweeps/parts"
+	"github.com/linerate/linerate/sweeps/session"
 )
 
 const metricsListenHelp = "serve live OpenMetrics at http://ADDR/metrics while it runs, e.g. 127.0.0.1:9100 (off unless given; only on ADDR)"
@@ -41,7 +42,7 @@ func startMetrics(who, addr string, cs ...prometheus.Collector) (*metrics.Server
 }
 
 // liveLines writes each tick as one JSON line on w, for a coordinator that
-// runs this bench on another host (parts.HostBencher reads them back).
+// runs this bench on another host (local.HostBencher reads them back).
 func liveLines(w io.Writer) func(*lab.Live) {
 	var mu sync.Mutex
 	return func(l *lab.Live) {
@@ -51,7 +52,7 @@ func liveLines(w io.Writer) func(*lab.Live) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(w, "%s%s\n", parts.LiveLinePrefix, b)
+		fmt.Fprintf(w, "%s%s\n", local.LiveLinePrefix, b)
 	}
 }
 
@@ -142,25 +143,36 @@ func startRunMetrics(who, addr string) (*runMetrics, int) {
 	return m, 0
 }
 
-// wrap puts the metrics between a placement and its runner.
-func (m *runMetrics) wrap(place *parts.Placement) {
+// watch has the session feed the metrics: each cell's live totals, and
+// the servers it starts put between its placement and its runner.
+func (m *runMetrics) watch(opt *session.Options) {
 	if m == nil {
 		return
 	}
-	m.servers.ServerStarter = place.Servers
-	place.Servers = m.servers
+	opt.Live = m.live.Update
+	opt.Servers = func(st sweeps.ServerStarter) sweeps.ServerStarter {
+		m.servers.ServerStarter = st
+		return m.servers
+	}
+}
+
+// progress names each cell in the metrics as it starts.
+func (m *runMetrics) progress(p sweeps.Progress) sweeps.Progress {
+	if m == nil {
+		return p
+	}
+	return cellProgress{Progress: p, live: m.live}
+}
+
+// cell names the one cell a soak reruns.
+func (m *runMetrics) cell(id string) {
+	if m != nil {
+		m.live.SetCell(id)
+	}
 }
 
 func (m *runMetrics) close() {
 	if m != nil {
 		m.srv.Close()
 	}
-}
-
-// feed is the placement's live sink; nil without metrics.
-func (m *runMetrics) feed() func(*lab.Live) {
-	if m == nil {
-		return nil
-	}
-	return m.live.Update
 }

@@ -1,25 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/parts"
-	"github.com/linerate/linerate/tuning"
+	"github.com/linerate/linerate/sweeps/session"
 )
 
 func init() {
@@ -64,10 +63,6 @@ const (
 	maxMaxAttempts = 100
 	maxLinkGbps    = 10000
 )
-
-// sweepStarter also resolves selectors to exact versions so cell IDs carry
-// them (valkey@9.1 -> valkey-9.1.2).
-var sweepStarter = &parts.Starter{}
 
 func runSweep(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
@@ -116,21 +111,15 @@ func runSweep(ctx context.Context, args []string) int {
 			return code
 		}
 		defer mets.close()
-		ra.live = mets.feed()
 	}
-	c, err := sweeps.LoadCampaign(file)
+	c, err := session.Default().Load(file)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	// run needs every version resolved (it must start them); plan falls back
-	// to the selectors when a version is not installed yet. Remote
-	// versions resolve on the server host once it is up.
-	var resolver sweeps.Resolver = sweepStarter
-	if remote(c) {
-		resolver = nil
-	}
-	p, err := sweeps.NewPlan(ctx, c, resolver)
+	// to the selectors when a version is not installed yet.
+	p, err := session.Plan(ctx, c, nil)
 	if err != nil && action == "plan" {
 		fmt.Fprintf(os.Stderr, "linerate sweep plan: cell IDs show selectors, not exact versions: %v\n", err)
 		p, err = sweeps.NewPlan(ctx, c, nil)
@@ -155,90 +144,30 @@ func runSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 
-	if err := parts.CheckSettings(c); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-		return 2
-	}
-	// The profile is read first: a bad one fails before anything is made,
-	// and the netns pair is created with the queue count it asks for.
-	tune, err := loadTuning(c, *profiles)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-		return 2
-	}
-	ra.queues = tune.queues()
-	var keep func(sweeps.Cell) bool
-	if *only != "" {
-		keep = func(cell sweeps.Cell) bool { ok, _ := path.Match(*only, cell.ID); return ok }
-	}
 	// Before remote versions resolve, --only may match no cell ID yet:
 	// then the whole plan is what the hosts must outlive.
-	need := p.EstimateOf(keep)
+	need := p.EstimateOf(session.Only(*only))
 	if need == 0 {
 		need = p.EstimateOf(nil)
 	}
-	opt, code := placeOptions(c, ra, "sweep run", "the plan", need)
+	opt, code := ra.options("sweep run", *profiles, session.Work{What: "the plan", Need: need})
 	if code != 0 {
 		return code
 	}
+	mets.watch(&opt)
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", c.Name)
 	}
-	st, err := sweeps.OpenStore(dir)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-		return 1
-	}
-	defer st.Close()
-	reapOrphans(ctx, dir)
-	place, code := placeHosts(ctx, c, dir, opt, "sweep run")
-	if place == nil {
+	s, code := openSession(ctx, c, dir, opt, "sweep run")
+	if s == nil {
 		return code
 	}
-	defer downHosts(ctx, place, "sweep run")
-	mets.wrap(place)
-	if remote(c) {
-		// Versions resolve where they run: the server host's store.
-		if p, err = sweeps.NewPlan(ctx, c, place.Resolver); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-			return 1
-		}
-	}
-	r := &sweeps.Runner{
-		Plan: p, Store: st, Servers: place.Servers, Bench: place.Bencher,
-		Sampler:     place.Sampler,
-		Progress:    sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)),
-		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: place.Hosts},
-		FaultCost:   place.FaultCost,
-		MaxAttempts: *maxAttempts,
-		Redo:        *redo,
-		LinkGbps:    *linkGbps,
-	}
-	if mets != nil {
-		r.Progress = cellProgress{Progress: r.Progress, live: mets.live}
-	}
-	if keep != nil {
-		r.Only = keep
-		n := 0
-		for _, cell := range p.Cells {
-			if r.Only(cell) {
-				n++
-			}
-		}
-		if n == 0 {
-			fmt.Fprintf(os.Stderr, "linerate sweep run: --only %q matches none of the %d cells (e.g. %s)\n", *only, len(p.Cells), p.Cells[0].ID)
-			return 2
-		}
-	}
-	if r.Env.Tuning, r.Tuning, code = tune.apply(ctx, place, dir, "sweep run"); code != 0 {
-		return code
-	}
-	defer tune.revert(dir, "sweep run")
-	sum, err := r.Run(ctx)
+	defer closeSession(ctx, s, c, "sweep run")
+	sum, err := s.Run(ctx, session.RunOptions{Only: *only, MaxAttempts: *maxAttempts, Redo: *redo, LinkGbps: *linkGbps,
+		Progress: mets.progress(sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr)))})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sweep run: %v\n", err)
-		return 1
+		return failed(ctx, "sweep run", err)
 	}
 	fmt.Printf("results: %s\n", dir)
 	switch {
@@ -310,7 +239,7 @@ func runSoak(ctx context.Context, args []string) int {
 		return 2
 	}
 	// The soak runs where the campaign ran: its own hosts, brought up again.
-	c, err := sweeps.LoadCampaign(filepath.Join(fs.Arg(0), "campaign.yaml"))
+	c, err := session.Default().Load(filepath.Join(fs.Arg(0), sweeps.CampaignFile))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		return 2
@@ -320,46 +249,24 @@ func runSoak(ctx context.Context, args []string) int {
 		return code
 	}
 	defer mets.close()
-	ra.live = mets.feed()
-	st, err := sweeps.OpenStore(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
-		return 1
-	}
-	defer st.Close()
-	reapOrphans(ctx, fs.Arg(0))
-	tune, err := loadTuning(c, *profiles)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
-		return 2
-	}
-	ra.queues = tune.queues()
-	opt, code := placeOptions(c, ra, "soak", "the soak", *dur)
+	opt, code := ra.options("soak", *profiles, session.Work{What: "the soak", Need: *dur})
 	if code != 0 {
 		return code
 	}
-	place, code := placeHosts(ctx, c, fs.Arg(0), opt, "soak")
-	if place == nil {
+	mets.watch(&opt)
+	mets.cell(*cell)
+	s, code := openSession(ctx, c, fs.Arg(0), opt, "soak")
+	if s == nil {
 		return code
 	}
-	defer downHosts(ctx, place, "soak")
-	mets.wrap(place)
-	if mets != nil {
-		mets.live.SetCell(*cell)
-	}
-	s := &sweeps.Soak{Store: st, CellID: *cell, Duration: *dur, Servers: place.Servers, Bench: place.Bencher,
-		Sampler: place.Sampler, FaultCost: place.FaultCost}
-	if _, s.Tuning, code = tune.apply(ctx, place, fs.Arg(0), "soak"); code != 0 {
-		return code
-	}
-	defer tune.revert(fs.Arg(0), "soak")
-	rec, err := s.Run(ctx)
+	defer closeSession(ctx, s, c, "soak")
+	rec, err := s.Soak(ctx, session.SoakOptions{Cell: *cell, Duration: *dur})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 		if errors.Is(err, sweeps.ErrNoSuchCell) {
+			fmt.Fprintf(os.Stderr, "linerate soak: %v\n", err)
 			return 2
 		}
-		return 1
+		return failed(ctx, "soak", err)
 	}
 	fmt.Print(sweeps.SoakText(rec))
 	if rec.Status != sweeps.StatusDone {
@@ -368,23 +275,12 @@ func runSoak(ctx context.Context, args []string) int {
 	return 0
 }
 
-// reapOrphans stops servers a killed runner of this directory left running.
-func reapOrphans(ctx context.Context, dir string) {
-	if prev, err := sweeps.ReadRun(dir); err == nil {
-		for _, r := range parts.ReapOrphans(ctx, prev) {
-			fmt.Fprintf(os.Stderr, "sweep: stopped %s, left running by a killed runner\n", r)
-		}
-	}
-}
-
 // remoteFlags are how sweep run and soak reach ssh and aws hosts.
 type remoteFlags struct {
 	awsProfile, endpoint, region, sshFrom string
 	keysEnv, yes, sshFromWide             bool
 	agentMetrics                          string
-	queues                                int // from the tuning profile, not a flag
 	tuningRoot                            string
-	live                                  func(*lab.Live) // from --metrics-listen, not a flag
 }
 
 func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
@@ -403,34 +299,12 @@ func bindRemoteFlags(fs *pflag.FlagSet) *remoteFlags {
 	return &f
 }
 
-func remote(c *sweeps.Campaign) bool {
-	return c.Provider.Kind == sweeps.ProviderSSH || c.Provider.Kind == sweeps.ProviderAWS
-}
-
-// placeOptions turns the remote flags into Place's options and checks
-// them, and for aws the campaign's settings and that what (the plan, the
-// soak), needing about need, ends before the dead-man shutdown; nothing is
-// asked of AWS yet. A non-zero exit code is bad input, the error printed.
-func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need time.Duration) (parts.PlaceOptions, int) {
-	opt := parts.PlaceOptions{Starter: sweepStarter, Queues: f.queues, TuningRoot: f.tuningRoot, SSHFromWide: f.sshFromWide, Live: f.live,
-		AWS:     aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region},
-		Confirm: func(cfg aws.Config) bool { return confirmCost(cfg, f.yes, os.Stdin, os.Stderr) },
-		Log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
-	}
-	if f.agentMetrics != "" && !remote(c) {
-		fmt.Fprintf(os.Stderr, "linerate %s: --agent-metrics-listen: %s runs no agent on a server host (provider %s); --metrics-listen serves this machine's servers\n", who, c.File, c.Provider.Kind)
-		return opt, 2
-	}
-	if f.tuningRoot != "/" {
-		if c.Provider.Kind != sweeps.ProviderLocal {
-			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root: only the local provider tunes this machine's tree (the campaign's provider is %s)\n", who, c.Provider.Kind)
-			return opt, 2
-		}
-		if st, err := os.Stat(f.tuningRoot); err != nil || !st.IsDir() {
-			fmt.Fprintf(os.Stderr, "linerate %s: --tuning-root %s: not a directory\n", who, f.tuningRoot)
-			return opt, 2
-		}
-	}
+// options are the session's options the flags give; a non-zero exit code
+// is a flag that does not parse, the error printed.
+func (f *remoteFlags) options(who, profiles string, w session.Work) (session.Options, int) {
+	opt := session.Options{Profiles: profiles, TuningRoot: f.tuningRoot, Work: w, AgentMetrics: f.agentMetrics,
+		Operator: operator(aws.Access{Profile: f.awsProfile, Endpoint: f.endpoint, Region: f.region}, f.keysEnv, f.yes)}
+	opt.SSHFromWide = f.sshFromWide
 	if f.sshFrom != "" {
 		pfx, err := netip.ParsePrefix(f.sshFrom)
 		if err != nil {
@@ -439,140 +313,72 @@ func placeOptions(c *sweeps.Campaign, f *remoteFlags, who, what string, need tim
 		}
 		opt.SSHFrom = pfx
 	}
-	if f.agentMetrics != "" {
-		if _, _, err := net.SplitHostPort(f.agentMetrics); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate %s: --agent-metrics-listen %q: %v (want HOST:PORT on the server host)\n", who, f.agentMetrics, err)
-			return opt, 2
-		}
-		opt.ServerAgentArgs = []string{"--metrics-listen", f.agentMetrics}
-	}
-	if f.keysEnv {
-		opt.AWS.KeysFromEnv()
-	}
-	if c.Provider.Kind == sweeps.ProviderAWS {
-		switch {
-		case f.awsProfile == "" && !f.keysEnv:
-			fmt.Fprintf(os.Stderr, "linerate %s: %s: aws credentials: give --aws-profile NAME or --access-keys-from-env (a campaign file never holds them)\n", who, c.File)
-			return opt, 2
-		case f.keysEnv && (opt.AWS.AccessKeyID == "" || opt.AWS.SecretAccessKey == ""):
-			fmt.Fprintf(os.Stderr, "linerate %s: --access-keys-from-env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set\n", who)
-			return opt, 2
-		}
-		// Bad settings and work longer than the dead-man fail here, before
-		// anything is asked of AWS.
-		cfg, err := parts.AWSConfig(c, opt)
-		if err == nil {
-			err = parts.CheckDeadMan(cfg, what, need)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
-			return opt, 2
-		}
-	}
 	return opt, 0
 }
 
-// placeHosts brings up the campaign's hosts; nil and an exit code on
-// failure, the error printed.
-func placeHosts(ctx context.Context, c *sweeps.Campaign, dir string, opt parts.PlaceOptions, who string) (*parts.Placement, int) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
-		return nil, 1
+// operator is what the operator says on the command line for a provider:
+// access (the keys from the environment when keysEnv), consent (--yes),
+// and where progress lines go.
+func operator(a aws.Access, keysEnv, yes bool) session.Operator {
+	if keysEnv {
+		a.KeysFromEnv()
 	}
-	place, err := parts.Place(ctx, c, dir, opt)
+	return session.Operator{AWS: a, KeysFromEnv: keysEnv, Confirm: func(cost string) bool { return confirm(cost, yes) },
+		Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
+}
+
+// confirm prints what bringing a pair up costs and asks; yes skips asking.
+func confirm(cost string, yes bool) bool {
+	fmt.Fprint(os.Stderr, cost)
+	if yes {
+		return true
+	}
+	fmt.Fprint(os.Stderr, "Launch? [y/N] ")
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// openSession opens a session; nil and an exit code on failure, the error
+// printed.
+func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt session.Options, who string) (*session.Session, int) {
+	s, err := session.Open(ctx, c, dir, opt)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate %s: %v\n", who, err)
-		leftoverHint(err, who)
-		if ctx.Err() != nil {
-			return nil, 130
+		return nil, failed(ctx, who, err, session.Default().Left(c.Provider.Kind, err))
+	}
+	return s, 0
+}
+
+// closeSession reverts and tears down, Ctrl-C included: what the session
+// started must not outlive the run.
+func closeSession(ctx context.Context, s *session.Session, c *sweeps.Campaign, who string) {
+	if err := s.Close(ctx); err != nil {
+		printErr(who, err, session.Default().Left(c.Provider.Kind, err))
+	}
+}
+
+// failed prints err (and the hints after it) and says the exit code: 2
+// for the operator's input, 130 after Ctrl-C, 1 otherwise.
+func failed(ctx context.Context, who string, err error, hints ...string) int {
+	printErr(who, err, hints...)
+	var in *session.InputError
+	switch {
+	case errors.As(err, &in):
+		return 2
+	case ctx.Err() != nil:
+		return 130
+	}
+	return 1
+}
+
+// printErr prints each line of err, and each hint, as linerate WHO: ….
+func printErr(who string, err error, hints ...string) {
+	for _, line := range append(strings.Split(err.Error(), "\n"), hints...) {
+		if line != "" {
+			fmt.Fprintf(os.Stderr, "linerate %s: %s\n", who, line)
 		}
-		return nil, 1
-	}
-	return place, 0
-}
-
-// downHosts takes the hosts down, Ctrl-C included: they must not outlive
-// the run.
-func downHosts(ctx context.Context, place *parts.Placement, who string) {
-	dctx, cancel := infra.TeardownContext(ctx)
-	defer cancel()
-	if err := place.Down(dctx); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate %s: take the hosts down: %v\n", who, err)
-		leftoverHint(err, who)
-	}
-}
-
-// leftoverHint says how aws resources a failed teardown left are found:
-// their lease is no longer renewed, and gc removes them once it has run
-// out.
-func leftoverHint(err error, who string) {
-	if errors.Is(err, aws.ErrNotTornDown) {
-		fmt.Fprintf(os.Stderr, "linerate %s: what is left is no longer renewed: linerate infra gc --provider aws --region … removes it once its lease has run out (20m)\n", who)
-	}
-}
-
-// campaignTuning is a campaign's tuning profile, read before any host is
-// up; nil when the campaign has none.
-type campaignTuning struct {
-	c     *sweeps.Campaign
-	prof  tuning.Profile
-	text  []byte
-	where string
-	tuner parts.HostTuner
-}
-
-func loadTuning(c *sweeps.Campaign, profilesDir string) (*campaignTuning, error) {
-	if c.Tuning == "" {
-		return nil, nil
-	}
-	prof, where, err := parts.LoadProfile(c.Tuning, profilesDir)
-	if err != nil {
-		return nil, err
-	}
-	text, err := os.ReadFile(where)
-	if err != nil {
-		return nil, err
-	}
-	return &campaignTuning{c: c, prof: prof, text: text, where: where}, nil
-}
-
-func (t *campaignTuning) queues() int {
-	if t == nil {
-		return 0
-	}
-	return parts.QueuesOf(t.prof)
-}
-
-// apply tunes the placement's hosts, keeping the snapshot in the run
-// directory dir (sweep run and soak share it, so either reverts what a
-// killed one left); it returns the snapshot for the record, the check to
-// run before each cell, and a non-zero exit code on failure (printed).
-func (t *campaignTuning) apply(ctx context.Context, place *parts.Placement, dir, who string) (json.RawMessage, sweeps.TuningCheck, int) {
-	if t == nil {
-		return nil, nil, 0
-	}
-	t.tuner = place.Tuner(t.text, t.prof)
-	snap, err := t.tuner.Apply(ctx, dir)
-	if err != nil {
-		t.tuner = nil
-		fmt.Fprintf(os.Stderr, "linerate %s: %s: %v\n", who, t.where, err)
-		return nil, nil, 1
-	}
-	return snap, t.tuner, 0
-}
-
-// revert undoes apply, also after Ctrl-C: the hosts must not stay tuned.
-func (t *campaignTuning) revert(dir, who string) {
-	if t == nil || t.tuner == nil {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := t.tuner.Revert(rctx); err != nil {
-		snap := filepath.Join(dir, parts.SnapshotFile)
-		if t.c.Provider.Kind != sweeps.ProviderLocal {
-			snap = "each host's agent keeps its own " + parts.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
-		}
-		fmt.Fprintf(os.Stderr, "linerate %s: %v (snapshot: %s)\n", who, err, snap)
 	}
 }

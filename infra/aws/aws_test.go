@@ -386,8 +386,13 @@ func TestGC(t *testing.T) {
 			}
 		}
 	}
-	// Down of an owner from a fresh process finds it by tag.
-	q := newProvider(t, f, nil).ForOwner("study", "running", t.TempDir())
+	// Down of an owner from a fresh process finds it by tag, with an
+	// account handle that knows nothing of launching.
+	acct, err := OpenAccount(context.Background(), Config{Access: testConfig(f).Access, Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := acct.Pair("study", "running", t.TempDir())
 	if err := q.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -451,27 +456,48 @@ func TestUserDataAndParameter(t *testing.T) {
 	}
 }
 
-func TestFromSettings(t *testing.T) {
-	study := map[string]any{"instance-type": "c8gn.16xlarge", "count": 2, "placement": "cluster", "os": "al2023",
-		"region": "us-east-1", "zones": []any{"us-east-1a"}, "ssh-from": "203.0.113.7", "dead-man": "2h", "hourly-usd": 3.5}
-	c, err := FromSettings(study)
-	if err != nil {
+// Settings make the launch Config (the operator's region winning over
+// theirs), and what is wrong names its field.
+func TestSettings(t *testing.T) {
+	var from Source
+	if err := from.UnmarshalText([]byte("203.0.113.7")); err != nil || from.String() != "203.0.113.7/32" {
+		t.Errorf("an address as ssh-from: %v %v", from, err)
+	}
+	if err := from.UnmarshalText([]byte("me")); err == nil {
+		t.Error("ssh-from \"me\" accepted")
+	}
+	study := Settings{InstanceType: "c8gn.16xlarge", Count: 2, Placement: "cluster", OS: "al2023", Region: "us-east-1",
+		Zones: []string{"us-east-1a"}, SSHFrom: from, DeadMan: 2 * time.Hour, HourlyUSD: 3.5}
+	if err := study.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.InstanceType != "c8gn.16xlarge" || c.SSHFrom.String() != "203.0.113.7/32" || c.DeadMan != 2*time.Hour || c.HourlyUSD != 3.5 || c.Zones[0] != "us-east-1a" {
+	c := study.Config(Access{Profile: "lab"})
+	if c.InstanceType != "c8gn.16xlarge" || c.SSHFrom.String() != "203.0.113.7/32" || c.DeadMan != 2*time.Hour || c.HourlyUSD != 3.5 ||
+		c.Zones[0] != "us-east-1a" || c.Region != "us-east-1" || c.Profile != "lab" {
 		t.Errorf("%+v", c)
 	}
+	if c := study.Config(Access{Region: "eu-west-1"}); c.Region != "eu-west-1" {
+		t.Errorf("the operator's region lost to the settings': %s", c.Region)
+	}
 	for _, tc := range []struct {
-		k    string
-		v    any
-		want string
+		edit  func(*Settings)
+		field string
 	}{
-		{"count", 3, "provider.count"}, {"placement", "spread", "provider.placement"}, {"os", "ubuntu", "provider.os"},
-		{"ssh-from", "me", "provider.ssh-from"}, {"dead-man", "soon", "provider.dead-man"}, {"color", "red", "unknown setting"},
+		{func(s *Settings) { s.InstanceType = "" }, "instance-type"},
+		{func(s *Settings) { s.InstanceType = "big" }, "instance-type"},
+		{func(s *Settings) { s.Count = 3 }, "count"},
+		{func(s *Settings) { s.Placement = "spread" }, "placement"},
+		{func(s *Settings) { s.OS = "ubuntu" }, "os"},
+		{func(s *Settings) { s.DeadMan = time.Minute }, "dead-man"},
+		{func(s *Settings) { s.HourlyUSD = -1 }, "hourly-usd"},
+		{func(s *Settings) { s.PublicKey = "/k.pub" }, "private-key"},
+		{func(s *Settings) { s.PrivateKey = "/k" }, "public-key"},
 	} {
-		s := map[string]any{"instance-type": "c8gn.16xlarge", tc.k: tc.v}
-		if _, err := FromSettings(s); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s=%v: want %q, got %v", tc.k, tc.v, tc.want, err)
+		s := study
+		tc.edit(&s)
+		fields, _ := infra.FieldErrors(s.Validate())
+		if len(fields) != 1 || fields[0].Field != tc.field {
+			t.Errorf("%+v: want one error naming %s, got %v", s, tc.field, fields)
 		}
 	}
 }

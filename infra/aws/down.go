@@ -14,16 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// ForOwner points Down at a pair another process brought up (`infra down`
-// reads them from infra.json): the campaign and owner Up tagged it with,
-// and the directory that holds its created private key.
-func (p *Provider) ForOwner(campaign, owner, dir string) *Provider {
-	p.mu.Lock()
-	p.campaign, p.owner, p.dir = campaign, owner, dir
-	p.mu.Unlock()
-	return p
-}
-
 // Down terminates the owner's instances, waits until they are gone, then
 // deletes its placement group, security group and key pair (and the
 // created key's private half), retrying while AWS says they are in use.
@@ -71,9 +61,9 @@ func (p *Provider) Down(ctx context.Context) error {
 // known instance IDs, and returns how many resources it removed. It
 // lists again after each round, so a resource EC2 lists only late is
 // still found, and succeeds only when a listing comes back empty.
-func (p *Provider) teardown(ctx context.Context, sel Selector, keep func(Resource) bool, known []string) (int, error) {
+func (a *Account) teardown(ctx context.Context, sel Selector, keep func(Resource) bool, known []string) (int, error) {
 	list := func() ([]Resource, error) {
-		rs, err := p.listStable(ctx, sel)
+		rs, err := a.listStable(ctx, sel)
 		if err != nil || keep == nil {
 			return rs, err
 		}
@@ -105,11 +95,11 @@ func (p *Provider) teardown(ctx context.Context, sel Selector, keep func(Resourc
 			return removed, nil
 		}
 		if len(ids) > 0 {
-			if err := p.terminate(ctx, sortedKeys(ids)); err != nil {
+			if err := a.terminate(ctx, sortedKeys(ids)); err != nil {
 				return removed, err
 			}
 		}
-		if err := errors.Join(p.deleteGroups(ctx, res)...); err != nil {
+		if err := errors.Join(a.deleteGroups(ctx, res)...); err != nil {
 			return removed, err
 		}
 		removed += len(res)
@@ -140,8 +130,8 @@ func sortedKeys(m map[string]bool) []string {
 
 // terminate ends the instances and waits until EC2 reports them
 // terminated (until then their security group is still in use).
-func (p *Provider) terminate(ctx context.Context, ids []string) error {
-	_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids})
+func (a *Account) terminate(ctx context.Context, ids []string) error {
+	_, err := a.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids})
 	wait := ids
 	switch {
 	case notFound[errorCode(err)]:
@@ -150,13 +140,13 @@ func (p *Provider) terminate(ctx context.Context, ids []string) error {
 		// (it may be too new to be known).
 		wait = nil
 		for _, id := range ids {
-			err := p.retryNotFound(ctx, func() error {
-				_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+			err := a.retryNotFound(ctx, func() error {
+				_, err := a.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 				return err
 			})
 			switch {
 			case notFound[errorCode(err)]:
-				p.logf("aws: instance %s unknown to EC2 for %v; taken as never launched", id, p.cfg.NotFoundTimeout)
+				a.logf("aws: instance %s unknown to EC2 for %v; taken as never launched", id, a.cfg.NotFoundTimeout)
 			case err != nil:
 				return fmt.Errorf("terminate %s: %w", id, err)
 			default:
@@ -169,10 +159,10 @@ func (p *Provider) terminate(ctx context.Context, ids []string) error {
 	if len(wait) == 0 {
 		return nil
 	}
-	p.logf("aws: terminating %v", wait)
-	deadline := time.Now().Add(p.cfg.RunningTimeout)
+	a.logf("aws: terminating %v", wait)
+	deadline := time.Now().Add(a.cfg.RunningTimeout)
 	for {
-		found, _, err := p.describeInstances(ctx, wait)
+		found, _, err := a.describeInstances(ctx, wait)
 		if err != nil {
 			return fmt.Errorf("wait for termination of %v: %w", wait, err)
 		}
@@ -186,9 +176,9 @@ func (p *Provider) terminate(ctx context.Context, ids []string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("instances %v not terminated after %v", left, p.cfg.RunningTimeout)
+			return fmt.Errorf("instances %v not terminated after %v", left, a.cfg.RunningTimeout)
 		}
-		if err := sleep(ctx, p.cfg.Poll); err != nil {
+		if err := sleep(ctx, a.cfg.Poll); err != nil {
 			return fmt.Errorf("wait for termination of %v: %w", left, err)
 		}
 	}
@@ -196,9 +186,9 @@ func (p *Provider) terminate(ctx context.Context, ids []string) error {
 
 // retryNotFound runs fn until EC2 knows the IDs it names, backing off from
 // Poll, for at most NotFoundTimeout; it returns fn's last error.
-func (p *Provider) retryNotFound(ctx context.Context, fn func() error) error {
-	deadline := time.Now().Add(p.cfg.NotFoundTimeout)
-	wait := p.cfg.Poll
+func (a *Account) retryNotFound(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(a.cfg.NotFoundTimeout)
+	wait := a.cfg.Poll
 	for {
 		err := fn()
 		if !notFound[errorCode(err)] || time.Now().After(deadline) {
@@ -207,36 +197,36 @@ func (p *Provider) retryNotFound(ctx context.Context, fn func() error) error {
 		if serr := sleep(ctx, wait); serr != nil {
 			return errors.Join(err, serr)
 		}
-		wait = min(2*wait, max(p.cfg.Poll, p.cfg.NotFoundTimeout/4))
+		wait = min(2*wait, max(a.cfg.Poll, a.cfg.NotFoundTimeout/4))
 	}
 }
 
 // deleteGroups deletes the placement groups, security groups and key
 // pairs among rs.
-func (p *Provider) deleteGroups(ctx context.Context, rs []Resource) []error {
+func (a *Account) deleteGroups(ctx context.Context, rs []Resource) []error {
 	var errs []error
 	for _, r := range rs {
 		var del func() error
 		switch r.Kind {
 		case "placement-group":
 			del = func() error {
-				_, err := p.ec2.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{GroupName: sdkaws.String(r.Name)})
+				_, err := a.ec2.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{GroupName: sdkaws.String(r.Name)})
 				return err
 			}
 		case "security-group":
 			del = func() error {
-				_, err := p.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sdkaws.String(r.ID)})
+				_, err := a.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sdkaws.String(r.ID)})
 				return err
 			}
 		case "key-pair":
 			del = func() error {
-				_, err := p.ec2.DeleteKeyPair(ctx, &ec2.DeleteKeyPairInput{KeyPairId: sdkaws.String(r.ID)})
+				_, err := a.ec2.DeleteKeyPair(ctx, &ec2.DeleteKeyPairInput{KeyPairId: sdkaws.String(r.ID)})
 				return err
 			}
 		default:
 			continue
 		}
-		if err := p.deleteRetrying(ctx, r, del); err != nil {
+		if err := a.deleteRetrying(ctx, r, del); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -246,8 +236,8 @@ func (p *Provider) deleteGroups(ctx context.Context, rs []Resource) []error {
 // inUse are the codes EC2 gives while a resource still has dependents.
 var inUse = map[string]bool{"DependencyViolation": true, "InvalidPlacementGroup.InUse": true, "ResourceInUse": true}
 
-func (p *Provider) deleteRetrying(ctx context.Context, r Resource, del func() error) error {
-	deadline := time.Now().Add(p.cfg.DeleteTimeout)
+func (a *Account) deleteRetrying(ctx context.Context, r Resource, del func() error) error {
+	deadline := time.Now().Add(a.cfg.DeleteTimeout)
 	for attempt := 1; ; attempt++ {
 		err := del()
 		code := errorCode(err)
@@ -257,10 +247,10 @@ func (p *Provider) deleteRetrying(ctx context.Context, r Resource, del func() er
 		case !inUse[code]:
 			return fmt.Errorf("delete %s %s: %w", r.Kind, r.ID, err)
 		case time.Now().After(deadline):
-			return fmt.Errorf("delete %s %s: still in use after %d attempts over %v: %w", r.Kind, r.ID, attempt, p.cfg.DeleteTimeout, err)
+			return fmt.Errorf("delete %s %s: still in use after %d attempts over %v: %w", r.Kind, r.ID, attempt, a.cfg.DeleteTimeout, err)
 		}
-		p.logf("aws: %s %s in use; retrying", r.Kind, r.ID)
-		if err := sleep(ctx, p.cfg.Poll); err != nil {
+		a.logf("aws: %s %s in use; retrying", r.Kind, r.ID)
+		if err := sleep(ctx, a.cfg.Poll); err != nil {
 			return fmt.Errorf("delete %s %s: %w", r.Kind, r.ID, err)
 		}
 	}

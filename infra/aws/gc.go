@@ -56,8 +56,8 @@ func claimOf(owner, campaign string, rs []Resource) Claim {
 
 // Claims lists everything linerate made in campaign ("" for every
 // campaign), by owner, sorted by campaign and owner.
-func (p *Provider) Claims(ctx context.Context, campaign string) ([]Claim, error) {
-	res, err := p.listStable(ctx, Selector{Campaign: campaign})
+func (a *Account) Claims(ctx context.Context, campaign string) ([]Claim, error) {
+	res, err := a.listStable(ctx, Selector{Campaign: campaign})
 	if err != nil {
 		return nil, err
 	}
@@ -86,19 +86,19 @@ var ErrLeaseRenewed = errors.New("its owner renewed the lease meanwhile")
 
 // Collect removes an expired claim's resources. An owner's lease is read
 // again first, so one that was renewed since the listing keeps them.
-func (p *Provider) Collect(ctx context.Context, c Claim) error {
+func (a *Account) Collect(ctx context.Context, c Claim) error {
 	var err error
 	if c.Owner == "" {
-		_, err = p.teardown(ctx, Selector{Campaign: c.Campaign}, func(r Resource) bool { return r.Owner == "" }, nil)
+		_, err = a.teardown(ctx, Selector{Campaign: c.Campaign}, func(r Resource) bool { return r.Owner == "" }, nil)
 	} else {
-		cur, lerr := p.Resources(ctx, Selector{Owner: c.Owner})
+		cur, lerr := a.Resources(ctx, Selector{Owner: c.Owner})
 		if lerr != nil {
 			return fmt.Errorf("aws gc: owner %s: %w", c.Owner, lerr)
 		}
 		if now := claimOf(c.Owner, c.Campaign, cur); len(cur) > 0 && !now.Expired(time.Now()) {
 			return fmt.Errorf("aws gc: owner %s: %w", c.Owner, ErrLeaseRenewed)
 		}
-		_, err = p.teardown(ctx, Selector{Owner: c.Owner}, nil, nil)
+		_, err = a.teardown(ctx, Selector{Owner: c.Owner}, nil, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("aws gc: owner %q of campaign %s: %w: %w", c.Owner, c.Campaign, ErrNotTornDown, err)

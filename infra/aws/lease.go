@@ -83,17 +83,17 @@ func (p *Provider) renew(ctx context.Context, until time.Time) error {
 // tag sets key=value on the resources. One ID EC2 does not know fails
 // the whole CreateTags, so then each is tagged alone and unknown ones
 // (deleted meanwhile, or not known yet) are skipped.
-func (p *Provider) tag(ctx context.Context, ids []string, key, value string) error {
+func (a *Account) tag(ctx context.Context, ids []string, key, value string) error {
 	in := func(ids []string) *ec2.CreateTagsInput {
 		return &ec2.CreateTagsInput{Resources: ids, Tags: []types.Tag{{Key: sdkaws.String(key), Value: sdkaws.String(value)}}}
 	}
-	_, err := p.ec2.CreateTags(ctx, in(ids))
+	_, err := a.ec2.CreateTags(ctx, in(ids))
 	if !notFound[errorCode(err)] {
 		return err
 	}
 	var errs []error
 	for _, id := range ids {
-		if _, err := p.ec2.CreateTags(ctx, in([]string{id})); err != nil && !notFound[errorCode(err)] {
+		if _, err := a.ec2.CreateTags(ctx, in([]string{id})); err != nil && !notFound[errorCode(err)] {
 			errs = append(errs, fmt.Errorf("tag %s: %w", id, err))
 		}
 	}

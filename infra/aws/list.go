@@ -72,11 +72,11 @@ func resourceOf(kind, id, name, state string, ts []types.Tag) Resource {
 // Resources lists what linerate created that sel picks, instances that are
 // not yet terminated included. One listing: EC2 may not list a new
 // resource by tag yet (listStable asks until two listings agree).
-func (p *Provider) Resources(ctx context.Context, sel Selector) ([]Resource, error) {
+func (a *Account) Resources(ctx context.Context, sel Selector) ([]Resource, error) {
 	var out []Resource
 	var next *string
 	for page := 0; page < 100; page++ {
-		ins, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{
+		ins, err := a.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{
 			Filters:   append(selectorFilters(sel), types.Filter{Name: sdkaws.String("instance-state-name"), Values: liveStates}),
 			NextToken: next,
 		})
@@ -96,21 +96,21 @@ func (p *Provider) Resources(ctx context.Context, sel Selector) ([]Resource, err
 			break
 		}
 	}
-	pgs, err := p.ec2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{Filters: selectorFilters(sel)})
+	pgs, err := a.ec2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{Filters: selectorFilters(sel)})
 	if err != nil {
 		return nil, fmt.Errorf("aws: list placement groups: %w", err)
 	}
 	for _, g := range pgs.PlacementGroups {
 		out = append(out, resourceOf("placement-group", sdkaws.ToString(g.GroupId), sdkaws.ToString(g.GroupName), string(g.State), g.Tags))
 	}
-	sgs, err := p.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: selectorFilters(sel)})
+	sgs, err := a.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: selectorFilters(sel)})
 	if err != nil {
 		return nil, fmt.Errorf("aws: list security groups: %w", err)
 	}
 	for _, g := range sgs.SecurityGroups {
 		out = append(out, resourceOf("security-group", sdkaws.ToString(g.GroupId), sdkaws.ToString(g.GroupName), "", g.Tags))
 	}
-	keys, err := p.ec2.DescribeKeyPairs(ctx, &ec2.DescribeKeyPairsInput{Filters: selectorFilters(sel)})
+	keys, err := a.ec2.DescribeKeyPairs(ctx, &ec2.DescribeKeyPairsInput{Filters: selectorFilters(sel)})
 	if err != nil {
 		return nil, fmt.Errorf("aws: list key pairs: %w", err)
 	}
@@ -123,16 +123,16 @@ func (p *Provider) Resources(ctx context.Context, sel Selector) ([]Resource, err
 // listStable lists until two listings in a row name the same resources
 // (at most six listings, Poll apart): a resource EC2 lists by tag only a
 // moment after it was made shows up in the second and third.
-func (p *Provider) listStable(ctx context.Context, sel Selector) ([]Resource, error) {
-	prev, err := p.Resources(ctx, sel)
+func (a *Account) listStable(ctx context.Context, sel Selector) ([]Resource, error) {
+	prev, err := a.Resources(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	for i := 0; i < 5; i++ {
-		if err := sleep(ctx, p.cfg.Poll); err != nil {
+		if err := sleep(ctx, a.cfg.Poll); err != nil {
 			return nil, err
 		}
-		cur, err := p.Resources(ctx, sel)
+		cur, err := a.Resources(ctx, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (p *Provider) listStable(ctx context.Context, sel Selector) ([]Resource, er
 		}
 		prev = cur
 	}
-	p.logf("aws: the listing of %+v did not settle; going on with the last one", sel)
+	a.logf("aws: the listing of %+v did not settle; going on with the last one", sel)
 	return prev, nil
 }
 
@@ -166,13 +166,13 @@ var notFound = map[string]bool{
 // describeInstances describes ids. One ID EC2 does not know fails a whole
 // DescribeInstances, so then each is asked alone; unknown lists those EC2
 // does not know.
-func (p *Provider) describeInstances(ctx context.Context, ids []string) (found []types.Instance, unknown []string, err error) {
+func (a *Account) describeInstances(ctx context.Context, ids []string) (found []types.Instance, unknown []string, err error) {
 	collect := func(out *ec2.DescribeInstancesOutput) {
 		for _, r := range out.Reservations {
 			found = append(found, r.Instances...)
 		}
 	}
-	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	out, err := a.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
 	if err == nil {
 		collect(out)
 		return found, nil, nil
@@ -184,7 +184,7 @@ func (p *Provider) describeInstances(ctx context.Context, ids []string) (found [
 		return nil, nil, err
 	}
 	for _, id := range ids {
-		out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+		out, err := a.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 		switch {
 		case notFound[errorCode(err)]:
 			unknown = append(unknown, id)

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -85,20 +84,14 @@ func (c Config) Validate() error {
 	if err := c.Access.Validate(); err != nil {
 		return err
 	}
-	if c.InstanceType == "" || !strings.Contains(c.InstanceType, ".") {
-		return fmt.Errorf("aws instance-type: %q: want a type like c8gn.16xlarge", c.InstanceType)
+	if c.InstanceType == "" {
+		return errors.New("aws instance-type: empty; want a type like c8gn.16xlarge")
 	}
 	if err := c.CheckSSHFrom(); err != nil {
 		return fmt.Errorf("aws ssh-from: %w", err)
 	}
-	if (c.PublicKeyFile == "") != (c.PrivateKeyFile == "") {
-		return errors.New("aws key: give both the public and the private key file, or neither (a key pair is then created)")
-	}
-	if c.DeadMan < 0 || (c.DeadMan > 0 && c.DeadMan < 10*time.Minute) {
-		return fmt.Errorf("aws dead-man: %v; want at least 10m", c.DeadMan)
-	}
-	if c.HourlyUSD < 0 {
-		return fmt.Errorf("aws hourly-usd: %v is negative", c.HourlyUSD)
+	if ps := launchProblems(c.InstanceType, c.PublicKeyFile, c.PrivateKeyFile, c.DeadMan, c.HourlyUSD); len(ps) > 0 {
+		return fmt.Errorf("aws %s: %s", ps[0].name, ps[0].msg)
 	}
 	return nil
 }
@@ -168,22 +161,52 @@ type Instance struct {
 	Index     int32 // launch index: 0 is the server
 }
 
-// Provider is the aws provider.
-type Provider struct {
-	cfg Config
+// Account is linerate's handle on one AWS account and region: what
+// linerate made there, listed by owner and lease, renewed and removed. It
+// needs no launch settings: `infra status`, `down` and `gc` use it alone;
+// a Provider is one, and the pair it launches.
+type Account struct {
+	cfg Config // the access and the waits; the launch fields are the Provider's
 	ec2 EC2
+	// Log receives progress lines; nil is silent.
+	Log func(format string, args ...any)
+}
+
+// OpenAccount checks cfg's Access and builds the EC2 client. Of cfg only
+// the Access and the waits (Poll, the timeouts) are read: listing,
+// renewing and removing need no launch settings.
+func OpenAccount(ctx context.Context, cfg Config) (*Account, error) {
+	if err := applyTestTiming(&cfg); err != nil {
+		return nil, err
+	}
+	e, _, err := Clients(ctx, cfg.Access)
+	if err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	return &Account{cfg: cfg, ec2: e}, nil
+}
+
+// Pair is the pair owner brought up for campaign in another process
+// (`infra down` reads them from infra.json), its created private key in
+// dir: Down removes it.
+func (a *Account) Pair(campaign, owner, dir string) *Provider {
+	return &Provider{Account: a, owner: owner, campaign: campaign, dir: dir}
+}
+
+// Provider is the aws provider: an Account and the pair it launches.
+type Provider struct {
+	*Account
 	ssm SSM
 	// WaitSSH returns once addr (ip:22) accepts connections; default a
 	// TCP dial loop. Tests replace it (they never reach a real address).
 	WaitSSH func(ctx context.Context, addr string) error
 	// Connect makes a host of an instance; default an sshhost.Host.
 	Connect func(ctx context.Context, in Instance, key, knownHosts string) (infra.Host, error)
-	// Log receives progress lines; nil is silent.
-	Log func(format string, args ...any)
 
 	mu        sync.Mutex
 	owner     string
-	campaign  string // set by Up or ForOwner: Down has something to do
+	campaign  string // set by Up or Account.Pair: Down has something to do
 	dir       string
 	deadline  time.Time
 	instances []Instance
@@ -210,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // ID: what its Up creates is its own.
 func NewWithClients(cfg Config, e EC2, s SSM) *Provider {
 	cfg.defaults()
-	return &Provider{cfg: cfg, ec2: e, ssm: s, owner: newOwner()}
+	return &Provider{Account: &Account{cfg: cfg, ec2: e}, ssm: s, owner: newOwner()}
 }
 
 // newOwner is a run ID: random, short enough for resource names.
@@ -237,9 +260,9 @@ func (p *Provider) Instances() []Instance {
 	return append([]Instance(nil), p.instances...)
 }
 
-func (p *Provider) logf(format string, args ...any) {
-	if p.Log != nil {
-		p.Log(format, args...)
+func (a *Account) logf(format string, args ...any) {
+	if a.Log != nil {
+		a.Log(format, args...)
 	}
 }
 

@@ -1,16 +1,18 @@
 package aws
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linerate/linerate/infra"
 )
 
-// FromSettings reads a campaign's aws provider settings into a Config.
-// Credentials are never read from a campaign file: the caller adds them
-// (a profile name or static keys) to Config.Access. Nor is SSHFromWide:
+// Settings are a campaign's aws provider settings (the same fields are
+// `infra up`'s flags). Credentials are never among them: the caller gives
+// them (a profile name or static keys) as Access. Nor is SSHFromWide:
 // admitting SSH from more than a /24 (/56) is the operator's call
 // (--ssh-from-wide), not a shared file's.
 //
@@ -27,74 +29,96 @@ import (
 //	  private-key: ~/.ssh/lab
 //	  dead-man: 4h                 # sweep run refuses a longer plan
 //	  hourly-usd: 3.5              # per instance, for the cost prompt
-func FromSettings(settings map[string]any) (Config, error) {
-	var c Config
-	for k, v := range settings {
-		s := strings.TrimSpace(fmt.Sprint(v))
-		bad := func(want string) error {
-			return fmt.Errorf("provider.%s: %q: want %s", k, s, want)
+type Settings struct {
+	InstanceType string        `yaml:"instance-type"`
+	Count        int           `yaml:"count"`
+	Placement    string        `yaml:"placement"`
+	OS           string        `yaml:"os"`
+	Region       string        `yaml:"region"`
+	Zones        []string      `yaml:"zones"`
+	SSHFrom      Source        `yaml:"ssh-from"`
+	PublicKey    string        `yaml:"public-key"`
+	PrivateKey   string        `yaml:"private-key"`
+	User         string        `yaml:"user"`
+	DeadMan      time.Duration `yaml:"dead-man"`
+	HourlyUSD    float64       `yaml:"hourly-usd"`
+	Dist         string        `yaml:"dist"`
+}
+
+// Source is where SSH may come from: a CIDR, or one address (its /32 or
+// /128).
+type Source struct{ netip.Prefix }
+
+// UnmarshalText reads a CIDR or an address.
+func (s *Source) UnmarshalText(b []byte) error {
+	p, err := netip.ParsePrefix(string(b))
+	if err != nil {
+		a, aerr := netip.ParseAddr(string(b))
+		if aerr != nil {
+			return errors.New("want an address or CIDR, e.g. 203.0.113.7/32")
 		}
-		switch k {
-		case "instance-type":
-			c.InstanceType = s
-		case "count":
-			if s != "2" {
-				return c, bad("2 (a server and a client)")
-			}
-		case "placement":
-			if s != "cluster" {
-				return c, bad("cluster")
-			}
-		case "os":
-			if s != "al2023" {
-				return c, bad("al2023 (Amazon Linux 2023, the image the AMI parameter names)")
-			}
-		case "region":
-			c.Region = s
-		case "zones":
-			list, ok := v.([]any)
-			if !ok {
-				return c, bad("a list of zones, e.g. [us-east-1a, us-east-1b]")
-			}
-			for _, z := range list {
-				c.Zones = append(c.Zones, fmt.Sprint(z))
-			}
-		case "ssh-from":
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				a, aerr := netip.ParseAddr(s)
-				if aerr != nil {
-					return c, bad("an address or CIDR, e.g. 203.0.113.7/32")
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-			c.SSHFrom = p
-		case "public-key":
-			c.PublicKeyFile = s
-		case "private-key":
-			c.PrivateKeyFile = s
-		case "user":
-			c.User = s
-		case "dead-man":
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				return c, bad("a duration, e.g. 4h")
-			}
-			c.DeadMan = d
-		case "hourly-usd":
-			f, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return c, bad("a price in dollars, e.g. 3.5")
-			}
-			c.HourlyUSD = f
-		case "dist":
-			c.Dist = s
-		default:
-			return c, fmt.Errorf("provider.%s: unknown setting for aws (accepted: instance-type, count, placement, os, region, zones, ssh-from, public-key, private-key, user, dead-man, hourly-usd, dist)", k)
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	s.Prefix = p
+	return nil
+}
+
+// Validate names the bad field (infra.FieldError). What needs the
+// operator's word (ssh-from's width, credentials) is Config's to check.
+func (s Settings) Validate() error {
+	var errs []error
+	if s.InstanceType == "" {
+		errs = append(errs, infra.Fieldf("instance-type", "missing; e.g. c8gn.16xlarge"))
+	}
+	if s.Count != 0 && s.Count != 2 {
+		errs = append(errs, infra.Fieldf("count", "%d: want 2 (a server and a client)", s.Count))
+	}
+	if s.Placement != "" && s.Placement != "cluster" {
+		errs = append(errs, infra.Fieldf("placement", "%q: want cluster", s.Placement))
+	}
+	if s.OS != "" && s.OS != "al2023" {
+		errs = append(errs, infra.Fieldf("os", "%q: want al2023 (Amazon Linux 2023, the image the AMI parameter names)", s.OS))
+	}
+	for _, p := range launchProblems(s.InstanceType, s.PublicKey, s.PrivateKey, s.DeadMan, s.HourlyUSD) {
+		errs = append(errs, infra.Fieldf(p.field, "%s", p.msg))
+	}
+	return errors.Join(errs...)
+}
+
+// Config is the pair the settings describe, reached with access a (whose
+// region, when it names one, wins over the settings').
+func (s Settings) Config(a Access) Config {
+	if a.Region == "" {
+		a.Region = s.Region
+	}
+	return Config{Access: a, InstanceType: s.InstanceType, Zones: s.Zones, SSHFrom: s.SSHFrom.Prefix,
+		PublicKeyFile: s.PublicKey, PrivateKeyFile: s.PrivateKey, User: s.User, DeadMan: s.DeadMan,
+		HourlyUSD: s.HourlyUSD, Dist: s.Dist}
+}
+
+// problem is one thing wrong with what a pair is launched with: the
+// settings' field, the name Config's errors give it, and what is wrong.
+type problem struct{ field, name, msg string }
+
+// launchProblems are the checks Settings and Config share. An empty
+// instance type is Settings' own to report (Config says it otherwise).
+func launchProblems(instanceType, pub, priv string, deadMan time.Duration, hourly float64) []problem {
+	var ps []problem
+	if instanceType != "" && !strings.Contains(instanceType, ".") {
+		ps = append(ps, problem{"instance-type", "instance-type", fmt.Sprintf("%q: want a type like c8gn.16xlarge", instanceType)})
+	}
+	if (pub == "") != (priv == "") {
+		field := "public-key"
+		if pub != "" {
+			field = "private-key"
 		}
+		ps = append(ps, problem{field, "key", "give both the public and the private key file, or neither (a key pair is then created)"})
 	}
-	if c.InstanceType == "" {
-		return c, fmt.Errorf("provider.instance-type: missing; e.g. c8gn.16xlarge")
+	if deadMan < 0 || (deadMan > 0 && deadMan < 10*time.Minute) {
+		ps = append(ps, problem{"dead-man", "dead-man", fmt.Sprintf("%v; want at least 10m", deadMan)})
 	}
-	return c, nil
+	if hourly < 0 {
+		ps = append(ps, problem{"hourly-usd", "hourly-usd", fmt.Sprintf("%v is negative", hourly)})
+	}
+	return ps
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // testdata/x86 is a host unlike this machine (3 CPUs named "Fixture Xeon",
@@ -107,14 +109,14 @@ func TestFixtureProcess(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(th, want) {
 		t.Errorf("threads = %+v, %v\nwant %+v", th, err, want)
 	}
-	cpus, err := fixture.ThreadCPUs(4242)
+	got, err := fixture.ThreadCPUs(4242)
 	wantCPUs := []ThreadCPUs{
-		{TID: 4242, Name: "valkey-server", CPUs: CPUList{0, 1}},
-		{TID: 4243, Name: "io_thd_1", CPUs: CPUList{0, 1}},
-		{TID: 4250, Name: "bio_lazy_free", CPUs: CPUList{0, 1, 2}},
+		{TID: 4242, Name: "valkey-server", CPUs: cpus.List{0, 1}},
+		{TID: 4243, Name: "io_thd_1", CPUs: cpus.List{0, 1}},
+		{TID: 4250, Name: "bio_lazy_free", CPUs: cpus.List{0, 1, 2}},
 	}
-	if err != nil || !reflect.DeepEqual(cpus, wantCPUs) {
-		t.Errorf("thread cpus = %+v, %v\nwant %+v", cpus, err, wantCPUs)
+	if err != nil || !reflect.DeepEqual(got, wantCPUs) {
+		t.Errorf("thread cpus = %+v, %v\nwant %+v", got, err, wantCPUs)
 	}
 	id, err := fixture.Identity(4242)
 	if err != nil || id != (Identity{Exe: "/usr/bin/fixture-server", StartTicks: 777}) {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // The /proc/<pid> readers are written by hand: gopsutil names no thread
@@ -151,7 +153,7 @@ func (f FS) tasks(pid int) ([]int, error) {
 type ThreadCPUs struct {
 	TID  int
 	Name string
-	CPUs CPUList // Cpus_allowed_list
+	CPUs cpus.List // Cpus_allowed_list
 }
 
 // ThreadCPUs reads every /proc/<pid>/task/*/status: each thread's name and
@@ -192,7 +194,7 @@ func parseStatus(r io.Reader) (ThreadCPUs, error) {
 		case "Name":
 			t.Name = strings.TrimSpace(v)
 		case "Cpus_allowed_list":
-			l, err := ParseCPUList(v)
+			l, err := cpus.Parse(v)
 			if err != nil {
 				return t, fmt.Errorf("status Cpus_allowed_list: %w", err)
 			}

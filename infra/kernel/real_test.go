@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/lab/cpus"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -85,8 +87,8 @@ func TestRealProcess(t *testing.T) {
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		t.Fatal(err)
 	}
-	var allowed CPUList
-	for c := range MaxCPUs {
+	var allowed cpus.List
+	for c := range cpus.Max {
 		if set.IsSet(c) {
 			allowed = append(allowed, c)
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/linerate/linerate/lab/cpus"
+
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/resp"
@@ -49,13 +51,13 @@ func ThreadAffinity(k kernel.FS, pid int) ([]infra.ThreadCPUs, error) {
 }
 
 // CheckPinned says whether every thread may run on exactly the CPUs of want.
-func CheckPinned(threads []infra.ThreadCPUs, want kernel.CPUList) error {
+func CheckPinned(threads []infra.ThreadCPUs, want cpus.List) error {
 	if len(threads) == 0 {
 		return fmt.Errorf("pinning: no threads to check")
 	}
 	var bad []string
 	for _, t := range threads {
-		got, err := kernel.ParseCPUList(t.CPUs)
+		got, err := cpus.Parse(t.CPUs)
 		if err != nil || !got.Equal(want) {
 			bad = append(bad, fmt.Sprintf("%s/%d on %s", t.Name, t.TID, t.CPUs))
 		}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linerate/linerate/lab/cpus"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/infra"
@@ -178,7 +180,7 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 // reuse a pooled one that way. The thread, pinned or not, is then
 // discarded rather than returned to Go's pool. It only waits; the reaping
 // is an ordinary goroutine's.
-func startHeld(cmd *exec.Cmd, cpus kernel.CPUList, held <-chan struct{}) error {
+func startHeld(cmd *exec.Cmd, cpus cpus.List, held <-chan struct{}) error {
 	var set *unix.CPUSet
 	if len(cpus) > 0 {
 		set = new(unix.CPUSet)

@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/debpkg"
 	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/lab/cpus"
 )
 
 // systemRedis is the bookworm redis-server .ci/setup installs: the "any
@@ -192,11 +193,11 @@ func TestThreadAffinityFixture(t *testing.T) {
 	if err != nil || len(th) != 3 || th[0].Name != "valkey-server" {
 		t.Fatalf("threads = %+v, %v", th, err)
 	}
-	err = CheckPinned(th, kernel.MustCPUList("8-23"))
+	err = CheckPinned(th, cpus.Must("8-23"))
 	if err == nil || !strings.Contains(err.Error(), "bio_aof/102 on 0-31") {
 		t.Errorf("CheckPinned = %v, want it to name bio_aof", err)
 	}
-	if err := CheckPinned(th[:2], kernel.MustCPUList("8-23")); err != nil {
+	if err := CheckPinned(th[:2], cpus.Must("8-23")); err != nil {
 		t.Errorf("CheckPinned(pinned threads) = %v", err)
 	}
 }

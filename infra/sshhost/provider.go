@@ -63,7 +63,7 @@ func (p *Provider) Down(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// FromSettings reads a campaign's provider settings:
+// Settings are a campaign's ssh provider settings:
 //
 //	provider:
 //	  kind: ssh
@@ -71,84 +71,116 @@ func (p *Provider) Down(ctx context.Context) error {
 //	  client: {address: 10.0.0.2, user: ec2-user, key: ~/.ssh/lab, data-address: 172.31.0.2}
 //	  key: ~/.ssh/lab                  # default key for both
 //	  dist: dist                       # where make dist put the binaries
-func FromSettings(settings map[string]any) (*Provider, error) {
-	p := &Provider{}
-	common := Config{}
-	for k, v := range settings {
-		switch k {
-		case "server", "client":
-		case "key":
-			common.KeyFile = ExpandHome(fmt.Sprint(v))
-		case "user":
-			common.User = fmt.Sprint(v)
-		case "dist":
-			common.Dist = fmt.Sprint(v)
-		case "known-hosts":
-			common.KnownHosts = fmt.Sprint(v)
-		default:
-			return nil, fmt.Errorf("provider.%s: unknown setting (accepted: server, client, key, user, dist, known-hosts)", k)
+type Settings struct {
+	Server Target `yaml:"server"`
+	Client Target `yaml:"client"`
+	// Key, User, Dist and KnownHosts are the defaults of both hosts; a
+	// key's leading ~/ is the home directory. KnownHosts defaults to the
+	// campaign directory's known_hosts.
+	Key        string `yaml:"key"`
+	User       string `yaml:"user"`
+	Dist       string `yaml:"dist"`
+	KnownHosts string `yaml:"known-hosts"`
+}
+
+// Target is one host: written as [user@]host[:port], or as a mapping of
+// these fields.
+type Target struct {
+	Address     string `yaml:"address"` // [user@]host[:port]
+	User        string `yaml:"user"`
+	Key         string `yaml:"key"`
+	DataAddress string `yaml:"data-address"` // default the IP of the address
+}
+
+// UnmarshalText reads the [user@]host[:port] form.
+func (t *Target) UnmarshalText(b []byte) error {
+	*t = Target{Address: string(b)}
+	return nil
+}
+
+// Validate names the bad field (infra.FieldError); it reads no file.
+func (s Settings) Validate() error {
+	_, err := s.configs()
+	return err
+}
+
+// Provider is the provider the settings describe.
+func (s Settings) Provider() (*Provider, error) {
+	cs, err := s.configs()
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{Server: cs[0], Client: cs[1]}, nil
+}
+
+// Check reads both hosts' key files, which Validate does not: a key that
+// is missing or unreadable is refused before anything is tried.
+func (s Settings) Check() error {
+	cs, err := s.configs()
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.KnownHosts == "" {
+			c.KnownHosts = "known_hosts" // filled from the campaign directory by Up
+		}
+		if _, err := New(c); err != nil {
+			return infra.Fieldf(c.Label, "%v", err)
 		}
 	}
-	for _, role := range []string{"server", "client"} {
-		c := common
-		switch v := settings[role].(type) {
-		case string:
-			if err := parseTarget(v, &c); err != nil {
-				return nil, fmt.Errorf("provider.%s: %w", role, err)
-			}
-		case map[string]any:
-			for k, x := range v {
-				s := fmt.Sprint(x)
-				switch k {
-				case "address":
-					if err := parseTarget(s, &c); err != nil {
-						return nil, fmt.Errorf("provider.%s.address: %w", role, err)
-					}
-				case "user":
-					c.User = s
-				case "key":
-					c.KeyFile = ExpandHome(s)
-				case "data-address":
-					a, err := netip.ParseAddr(s)
-					if err != nil {
-						return nil, fmt.Errorf("provider.%s.data-address: %q is not an IP address", role, s)
-					}
-					c.DataAddr = a
-				default:
-					return nil, fmt.Errorf("provider.%s.%s: unknown setting (accepted: address, user, key, data-address)", role, k)
-				}
-			}
-		default:
-			return nil, fmt.Errorf("provider.%s: want user@host[:port] or a mapping with address, user, key, data-address", role)
+	return nil
+}
+
+// configs are the server's and the client's Config.
+func (s Settings) configs() ([2]Config, error) {
+	var out [2]Config
+	var errs []error
+	for i, role := range []string{"server", "client"} {
+		t := [2]Target{s.Server, s.Client}[i]
+		c := Config{Label: role, KeyFile: ExpandHome(s.Key), User: s.User, Dist: s.Dist, KnownHosts: s.KnownHosts}
+		switch {
+		case t == Target{}:
+			errs = append(errs, infra.Fieldf(role, "missing; want user@host[:port] or a mapping with address, user, key, data-address"))
+			continue
+		case t.Address == "":
+			errs = append(errs, infra.Fieldf(role+".address", "missing; want [user@]host[:port]"))
+			continue
 		}
-		c.Label = role
+		parseTarget(t.Address, &c)
+		if t.User != "" {
+			c.User = t.User
+		}
+		if t.Key != "" {
+			c.KeyFile = ExpandHome(t.Key)
+		}
+		if t.DataAddress != "" {
+			a, err := netip.ParseAddr(t.DataAddress)
+			if err != nil {
+				errs = append(errs, infra.Fieldf(role+".data-address", "%q is not an IP address", t.DataAddress))
+				continue
+			}
+			c.DataAddr = a
+		}
 		// Known hosts are filled by Up from the campaign directory.
 		probe := c
 		if probe.KnownHosts == "" {
 			probe.KnownHosts = "known_hosts"
 		}
 		if err := probe.Validate(); err != nil {
-			return nil, fmt.Errorf("provider.%s: %w", role, err)
+			errs = append(errs, infra.Fieldf(role, "%v", err))
+			continue
 		}
-		if role == "server" {
-			p.Server = c
-		} else {
-			p.Client = c
-		}
+		out[i] = c
 	}
-	return p, nil
+	return out, errors.Join(errs...)
 }
 
 // parseTarget reads [user@]host[:port].
-func parseTarget(s string, c *Config) error {
-	if s == "" {
-		return errors.New("empty address")
-	}
+func parseTarget(s string, c *Config) {
 	if u, h, ok := strings.Cut(s, "@"); ok {
 		c.User, s = u, h
 	}
 	c.Addr = s
-	return nil
 }
 
 // ExpandHome turns a leading ~/ into the user's home directory: key files

@@ -347,30 +347,43 @@ func TestTimeoutKillsRemoteCommand(t *testing.T) {
 	}
 }
 
-func TestFromSettings(t *testing.T) {
+// The settings make both hosts' configs, and what is wrong names its
+// field (the campaign turns the field into a line; the unknown key and
+// the wrong type are the campaign decoder's, tested in sweeps/session).
+func TestSettings(t *testing.T) {
 	cases := []struct {
-		name     string
-		settings map[string]any
-		wantErr  string
-		check    func(*Provider) bool
+		name      string
+		settings  Settings
+		wantField string // "" for none
+		wantErr   string
+		check     func(*Provider) bool
 	}{
-		{"strings", map[string]any{"server": "ec2-user@10.0.0.1", "client": "ec2-user@10.0.0.2:2200", "key": "/k"},
-			"", func(p *Provider) bool {
-				return p.Server.Addr == "10.0.0.1" && p.Client.Addr == "10.0.0.2:2200" && p.Client.User == "ec2-user" && p.Server.KeyFile == "/k"
+		{"strings", Settings{Server: Target{Address: "ec2-user@10.0.0.1"}, Client: Target{Address: "ec2-user@10.0.0.2:2200"}, Key: "/k"},
+			"", "", func(p *Provider) bool {
+				return p.Server.Addr == "10.0.0.1" && p.Client.Addr == "10.0.0.2:2200" && p.Client.User == "ec2-user" && p.Server.KeyFile == "/k" && p.Server.Label == "server"
 			}},
-		{"mapping", map[string]any{"server": map[string]any{"address": "h1", "user": "u", "key": "/k", "data-address": "172.31.0.1"}, "client": "u@h2", "key": "/k"},
-			"", func(p *Provider) bool { return p.Server.DataAddr.String() == "172.31.0.1" }},
-		{"no user", map[string]any{"server": "10.0.0.1", "client": "u@h", "key": "/k"}, "provider.server: ssh host 10.0.0.1 user: empty", nil},
-		{"no key", map[string]any{"server": "u@h", "client": "u@h"}, "key: no key file given", nil},
-		{"unknown", map[string]any{"server": "u@h", "client": "u@h", "key": "/k", "port": 22}, "provider.port: unknown setting", nil},
-		{"bad data address", map[string]any{"server": map[string]any{"address": "h", "user": "u", "data-address": "x"}, "client": "u@h", "key": "/k"}, "provider.server.data-address", nil},
+		{"mapping", Settings{Server: Target{Address: "h1", User: "u", Key: "/k", DataAddress: "172.31.0.1"}, Client: Target{Address: "u@h2"}, Key: "/k2"},
+			"", "", func(p *Provider) bool {
+				return p.Server.DataAddr.String() == "172.31.0.1" && p.Server.KeyFile == "/k" && p.Client.KeyFile == "/k2" && p.Server.User == "u"
+			}},
+		{"a user beside the address wins", Settings{Server: Target{Address: "a@h1", User: "b"}, Client: Target{Address: "u@h2"}, Key: "/k"},
+			"", "", func(p *Provider) bool { return p.Server.User == "b" }},
+		{"no user", Settings{Server: Target{Address: "10.0.0.1"}, Client: Target{Address: "u@h"}, Key: "/k"}, "server", "ssh host 10.0.0.1 user: empty", nil},
+		{"no key", Settings{Server: Target{Address: "u@h"}, Client: Target{Address: "u@h"}}, "server", "key: no key file given", nil},
+		{"no client", Settings{Server: Target{Address: "u@h"}, Key: "/k"}, "client", "missing", nil},
+		{"mapping without address", Settings{Server: Target{User: "u"}, Client: Target{Address: "u@h"}, Key: "/k"}, "server.address", "missing", nil},
+		{"bad data address", Settings{Server: Target{Address: "h", User: "u", DataAddress: "x"}, Client: Target{Address: "u@h"}, Key: "/k"}, "server.data-address", `"x" is not an IP address`, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := FromSettings(tc.settings)
+			p, err := tc.settings.Provider()
+			if verr := tc.settings.Validate(); (verr == nil) != (err == nil) {
+				t.Errorf("Validate %v, Provider %v", verr, err)
+			}
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+				fields, _ := infra.FieldErrors(err)
+				if len(fields) == 0 || fields[0].Field != tc.wantField || !strings.Contains(fields[0].Msg, tc.wantErr) {
+					t.Fatalf("want %s: …%s…, got %v", tc.wantField, tc.wantErr, err)
 				}
 				return
 			}
@@ -378,6 +391,14 @@ func TestFromSettings(t *testing.T) {
 				t.Fatalf("%+v %v", p, err)
 			}
 		})
+	}
+	// Check reads the key files Validate leaves alone.
+	s := Settings{Server: Target{Address: "u@h1"}, Client: Target{Address: "u@h2"}, Key: filepath.Join(t.TempDir(), "none")}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(); err == nil || !strings.Contains(err.Error(), "server: ") {
+		t.Errorf("a missing key file: %v", err)
 	}
 }
 

@@ -209,13 +209,13 @@ func Info(t testing.TB, addr, section string) map[string]string {
 	return resp.ParseInfo(s)
 }
 
-// FakeDocker is a fresh copy of sweeps/parts/testdata/fake-docker in a
+// FakeDocker is a fresh copy of sweeps/local/testdata/fake-docker in a
 // directory of its own (it keeps its state beside itself): docker's
 // command line for launch.Container on machines without docker.
 func FakeDocker(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sweeps", "parts", "testdata", "fake-docker"))
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sweeps", "local", "testdata", "fake-docker"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,10 @@
-package parts
+package local
 
 import (
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
-	"github.com/linerate/linerate/tuning"
 )
 
 // redisBinary is Debian's redis-server, which .ci/setup installs.
@@ -65,15 +62,15 @@ func plan(t *testing.T, src string, res sweeps.Resolver) *sweeps.Plan {
 
 // runAll runs every cell of p into dir with the real sampler and returns
 // the run; every cell must be done.
-func runAll(t *testing.T, p *sweeps.Plan, dir string, pl *Placement, tune sweeps.TuningCheck) *sweeps.Run {
+func runAll(t *testing.T, p *sweeps.Plan, dir string, servers sweeps.ServerStarter, bench sweeps.Bencher) *sweeps.Run {
 	t.Helper()
 	store, err := sweeps.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	r := &sweeps.Runner{Plan: p, Store: store, Servers: pl.Servers, Bench: pl.Bencher, Sampler: pl.Sampler, Tuning: tune,
-		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: pl.Hosts}}
+	r := &sweeps.Runner{Plan: p, Store: store, Servers: servers, Bench: bench, Sampler: hostmetrics.Sampler{},
+		SampleEvery: 100 * time.Millisecond, Env: &sweeps.Environment{Linerate: sweeps.ThisBuild()}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +92,7 @@ func TestRealCampaign(t *testing.T) {
 	st := &Starter{}
 	p := plan(t, spec(bin), nil)
 	dir := t.TempDir()
-	run := runAll(t, p, dir, &Placement{Servers: st, Bencher: Bencher{}, Sampler: hostmetrics.Sampler{}}, nil)
+	run := runAll(t, p, dir, st, Bencher{})
 	for _, rec := range run.Sorted() {
 		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
 			t.Fatalf("%s: incomplete record", rec.CellID)
@@ -204,89 +201,4 @@ func TestRealServerKilledMidCell(t *testing.T) {
 		t.Errorf("reason %q", reason)
 	}
 	t.Logf("%s", sweeps.SummaryText(sum))
-}
-
-// The netns placement: servers start in the server namespace on
-// 198.18.0.1, `linerate bench` runs in the client namespace, the server's
-// NIC counters are its veth's, and the namespaces are gone afterwards.
-func TestRealCampaignOnNetnsPair(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("network namespaces need root; CI runs as root")
-		}
-		t.Skip("network namespaces need root")
-	}
-	bin := redisBinary(t)
-	lr := labtest.Binary(t)
-	src := strings.Replace(spec(bin), "name: e2e\n", "name: e2e-netns\nprovider: {kind: netns, binary: "+lr+"}\n", 1)
-	c, err := sweeps.ParseCampaign("e2e-netns.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sweeps.NewPlan(context.Background(), c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	st := &Starter{}
-	// The profile asks for 2 queues: the veth is created with 2, and the
-	// agent in each namespace sets them and a per-namespace sysctl there.
-	text := []byte("nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
-	prof, err := tuning.ParseProfile(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	place, err := Place(context.Background(), c, dir, PlaceOptions{Starter: st, Queues: QueuesOf(prof)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			_ = place.Down(context.Background())
-		}
-	})
-	tuner := place.Tuner(text, prof)
-	if _, err := tuner.Apply(context.Background(), ""); err != nil {
-		t.Fatal(err)
-	}
-	srvNS, _ := netnsPair(t)
-	for _, check := range []struct{ cmd, want string }{
-		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},
-		{"cat /proc/sys/net/core/somaxconn", "1313"},
-	} {
-		got, err := exec.Command("ip", "netns", "exec", srvNS, "sh", "-c", check.cmd).Output()
-		if err != nil || strings.TrimSpace(string(got)) != check.want {
-			t.Errorf("in %s, %s: %q %v, want %s", srvNS, check.cmd, got, err, check.want)
-		}
-	}
-	run := runAll(t, p, dir, place, tuner)
-	for _, rec := range run.Sorted() {
-		checkHDRFiles(t, dir, rec) // bench ran on the client host: the record came back as JSON
-		if rec.Result.Workload.Host != "198.18.0.1" {
-			t.Errorf("%s: bench addressed %s, not the server namespace", rec.CellID, rec.Result.Workload.Host)
-		}
-		var veth *hostmetrics.NICRate
-		for i, n := range rec.Host.NICs {
-			if n.Name == "lr-srv" {
-				veth = &rec.Host.NICs[i]
-			}
-		}
-		if veth == nil || veth.TxBytes+veth.RxBytes == 0 {
-			t.Errorf("%s: no traffic on the server's veth: %+v", rec.CellID, rec.Host.NICs)
-		}
-	}
-	for _, rec := range run.Sorted() {
-		if rec.Tuning == nil || rec.Tuning.Drifts != 0 {
-			t.Errorf("%s: tuning check %+v", rec.CellID, rec.Tuning)
-		}
-	}
-	if err := place.Down(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	downed = true
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	if strings.Contains(string(out), "lr-"+strconv.Itoa(os.Getpid())) {
-		t.Errorf("namespaces left after Down:\n%s", out)
-	}
 }

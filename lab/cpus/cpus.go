@@ -1,4 +1,4 @@
-package kernel
+package cpus
 
 import (
 	"encoding/json"
@@ -8,48 +8,48 @@ import (
 	"strings"
 )
 
-// CPUList is a list of distinct CPU numbers, kept in the order written: the
+// List is a list of distinct CPU numbers, kept in the order written: the
 // bench pins worker i to list[i mod n]. Its text form is the kernel's list
 // format ("0-3,8,10-11"), the form of /sys/devices/system/cpu/online,
 // /proc/irq/N/smp_affinity_list, taskset -c and docker --cpuset-cpus. Its
 // JSON form is an array of numbers, as bench records have always had it
 // (a cell's hash covers it); the list format is read as well.
-type CPUList []int
+type List []int
 
-// MaxCPUs bounds CPU numbers: 8192 is the most CPUs a Linux kernel can be
+// Max bounds CPU numbers: 8192 is the most CPUs a Linux kernel can be
 // built for (x86 MAXSMP), so a higher number is a typo. The bound also
-// keeps reading a list short: at most MaxCPUs numbers, however it is written.
-const MaxCPUs = 8192
+// keeps reading a list short: at most Max numbers, however it is written.
+const Max = 8192
 
-// CPUListForms is the help text for a CPU list.
-const CPUListForms = "a Linux CPU list such as 4-19 or 0,2,4-7 (CPUs 0-8191)"
+// Forms is the help text for a CPU list.
+const Forms = "a Linux CPU list such as 4-19 or 0,2,4-7 (CPUs 0-8191)"
 
-// ParseCPUList reads the kernel's list format by the rules in the package
+// Parse reads the kernel's list format by the rules in the package
 // doc: ranges, no strides, no empty parts, no CPU twice, CPUs 0-8191, order
 // kept. An empty (or blank) string is the empty list.
-func ParseCPUList(s string) (CPUList, error) {
+func Parse(s string) (List, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
 	}
-	var out CPUList
+	var out List
 	seen := map[int]bool{}
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(strings.TrimSpace(lo))
 		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number; use %s", s, part, CPUListForms)
+			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number; use %s", s, part, Forms)
 		}
 		b := a
 		if isRange {
 			b, err = strconv.Atoi(strings.TrimSpace(hi))
 			if err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q; use %s", s, part, CPUListForms)
+				return nil, fmt.Errorf("cpu list %q: bad range %q; use %s", s, part, Forms)
 			}
 		}
 		// Checked before the loop: it is what bounds the loop.
-		if b >= MaxCPUs {
-			return nil, fmt.Errorf("cpu list %q: CPU %d is above %d, the highest CPU number Linux has", s, b, MaxCPUs-1)
+		if b >= Max {
+			return nil, fmt.Errorf("cpu list %q: CPU %d is above %d, the highest CPU number Linux has", s, b, Max-1)
 		}
 		for c := a; c <= b; c++ {
 			if seen[c] {
@@ -62,21 +62,21 @@ func ParseCPUList(s string) (CPUList, error) {
 	return out, nil
 }
 
-// MustCPUList is ParseCPUList for constants in tests and tables.
-func MustCPUList(s string) CPUList {
-	l, err := ParseCPUList(s)
+// Must is Parse for constants in tests and tables.
+func Must(s string) List {
+	l, err := Parse(s)
 	if err != nil {
 		panic(err)
 	}
 	return l
 }
 
-// Validate checks a list built in code (not parsed) as ParseCPUList would.
-func (l CPUList) Validate() error {
+// Validate checks a list built in code (not parsed) as Parse would.
+func (l List) Validate() error {
 	seen := map[int]bool{}
 	for _, c := range l {
-		if c < 0 || c >= MaxCPUs || seen[c] {
-			return fmt.Errorf("%s: want distinct CPUs 0-%d", l, MaxCPUs-1)
+		if c < 0 || c >= Max || seen[c] {
+			return fmt.Errorf("%s: want distinct CPUs 0-%d", l, Max-1)
 		}
 		seen[c] = true
 	}
@@ -85,7 +85,7 @@ func (l CPUList) Validate() error {
 
 // String prints the list in the kernel's format, folding ascending runs
 // into ranges.
-func (l CPUList) String() string {
+func (l List) String() string {
 	var b strings.Builder
 	for i := 0; i < len(l); {
 		j := i
@@ -106,8 +106,8 @@ func (l CPUList) String() string {
 }
 
 // Set parses a flag value (pflag.Value).
-func (l *CPUList) Set(v string) error {
-	p, err := ParseCPUList(v)
+func (l *List) Set(v string) error {
+	p, err := Parse(v)
 	if err != nil {
 		return err
 	}
@@ -116,14 +116,14 @@ func (l *CPUList) Set(v string) error {
 }
 
 // Type names the flag's value in help text (pflag.Value).
-func (l *CPUList) Type() string { return "cpus" }
+func (l *List) Type() string { return "cpus" }
 
 // UnmarshalJSON reads an array of CPU numbers, or a string in the list
 // format (tuning snapshots written before the two list types became one).
-func (l *CPUList) UnmarshalJSON(b []byte) error {
+func (l *List) UnmarshalJSON(b []byte) error {
 	var s string
 	if json.Unmarshal(b, &s) == nil {
-		p, err := ParseCPUList(s)
+		p, err := Parse(s)
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (l *CPUList) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &n); err != nil {
 		return fmt.Errorf("cpu list: want an array of CPU numbers or a list such as \"0-3\": %w", err)
 	}
-	if err := CPUList(n).Validate(); err != nil {
+	if err := List(n).Validate(); err != nil {
 		return err
 	}
 	*l = n
@@ -145,28 +145,28 @@ func (l *CPUList) UnmarshalJSON(b []byte) error {
 // matter, and what they return is ascending.
 
 // Sorted returns the CPUs in ascending order, each once.
-func (l CPUList) Sorted() CPUList {
+func (l List) Sorted() List {
 	out := slices.Clone(l)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
 // Contains reports whether cpu is in the list.
-func (l CPUList) Contains(cpu int) bool { return slices.Contains(l, cpu) }
+func (l List) Contains(cpu int) bool { return slices.Contains(l, cpu) }
 
 // Intersect returns the CPUs in both lists.
-func (l CPUList) Intersect(o CPUList) CPUList {
+func (l List) Intersect(o List) List {
 	return l.Sorted().keep(o.Sorted(), true)
 }
 
 // Minus returns the CPUs of l that are not in o.
-func (l CPUList) Minus(o CPUList) CPUList {
+func (l List) Minus(o List) List {
 	return l.Sorted().keep(o.Sorted(), false)
 }
 
 // keep returns the CPUs of sorted l that are (in) or are not (!in) in sorted o.
-func (l CPUList) keep(o CPUList, in bool) CPUList {
-	var out CPUList
+func (l List) keep(o List, in bool) List {
+	var out List
 	for _, x := range l {
 		if _, found := slices.BinarySearch(o, x); found == in {
 			out = append(out, x)
@@ -176,7 +176,7 @@ func (l CPUList) keep(o CPUList, in bool) CPUList {
 }
 
 // Union returns the CPUs in either list.
-func (l CPUList) Union(o CPUList) CPUList { return slices.Concat(l, o).Sorted() }
+func (l List) Union(o List) List { return slices.Concat(l, o).Sorted() }
 
 // Equal reports whether both lists hold the same CPUs, in any order.
-func (l CPUList) Equal(o CPUList) bool { return slices.Equal(l.Sorted(), o.Sorted()) }
+func (l List) Equal(o List) bool { return slices.Equal(l.Sorted(), o.Sorted()) }

@@ -1,4 +1,4 @@
-package parts
+package local
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -159,19 +158,14 @@ func revertLeftover(ctx context.Context, h tuning.Host, path string, log func(st
 	return os.Remove(path)
 }
 
-// bootTime is when the host last booted (/proc/stat btime); false when it
-// does not say (a fixture tree).
+// bootTime is when the host last booted; false when its root does not
+// say (a fixture tree without /proc/stat). A tuning.FS reads it through
+// the kernel.FS it is or wraps (kernel.FS.BootTime).
 func bootTime(f tuning.FS) (time.Time, bool) {
-	b, err := f.ReadFile("/proc/stat")
-	if err != nil {
+	k, ok := f.(interface{ BootTime() (time.Time, error) })
+	if !ok {
 		return time.Time{}, false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return time.Unix(n, 0), true
-			}
-		}
-	}
-	return time.Time{}, false
+	t, err := k.BootTime()
+	return t, err == nil
 }

@@ -1,11 +1,13 @@
-package parts
+package session
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,7 +17,6 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/tuning"
 )
 
 // netnsPair lists this process's netns pair: the server's and the
@@ -128,10 +129,31 @@ func (k kernelKnobs) restored(t *testing.T) []string {
 	return off
 }
 
-// netnsTuneCampaign is the e2e campaign on a netns pair.
+// netnsTuneCampaign is the e2e campaign on a netns pair, tuned with the
+// profile knobs in dir.
 func netnsTuneCampaign(redis, linerate string) (*sweeps.Campaign, error) {
 	return sweeps.ParseCampaign("netns-tune.yaml", []byte(strings.Replace(spec(redis), "name: e2e\n",
-		"name: netns-tune\nprovider: {kind: netns, binary: "+linerate+"}\n", 1)))
+		"name: netns-tune\ntuning: knobs\nprovider: {kind: netns, binary: "+linerate+"}\n", 1)))
+}
+
+// tuneNetns opens the campaign on a netns pair in dir with profile text
+// and applies it.
+func tuneNetns(ctx context.Context, c *sweeps.Campaign, dir string, text []byte) (*Session, error) {
+	profiles := filepath.Join(dir, "profiles")
+	if err := os.MkdirAll(profiles, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(profiles, "knobs.yaml"), text, 0o644); err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, c, dir, Options{Profiles: profiles})
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := s.tune(ctx); err != nil {
+		return nil, errors.Join(err, s.Close(ctx))
+	}
+	return s, nil
 }
 
 // The netns pair's two agents share one kernel. A profile with host-wide
@@ -147,37 +169,21 @@ func TestNetnsPairTunesHostWideSettingsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := k.profile()
-	prof, err := tuning.ParseProfile(text)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	place, err := Place(ctx, c, dir, PlaceOptions{Starter: &Starter{}})
+	s, err := tuneNetns(ctx, c, t.TempDir(), k.profile())
 	if err != nil {
 		t.Fatal(err)
 	}
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			_ = place.Down(ctx)
-		}
-	})
-	tuner := place.Tuner(text, prof)
-	if _, err := tuner.Apply(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { s.Close(ctx) })
 	k.checkTuned(t, rootSomaxconn)
-	if rep, drifts, err := tuner.Verify(ctx); err != nil || drifts != 0 {
+	if rep, drifts, err := s.tuner.Verify(ctx); err != nil || drifts != 0 {
 		t.Errorf("check while tuned: %d drifts, %v: %s", drifts, err, rep)
 	}
-	if err := place.Down(ctx); err != nil {
+	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	downed = true
 	for _, off := range k.restored(t) {
-		t.Errorf("after Down: %s", off)
+		t.Errorf("after Close: %s", off)
 	}
 }
 
@@ -189,19 +195,7 @@ func netnsTuneHelper() int {
 		fmt.Println("error:", err)
 		return 1
 	}
-	text := []byte(os.Getenv("PARTS_PROFILE"))
-	prof, err := tuning.ParseProfile(text)
-	if err != nil {
-		fmt.Println("error:", err)
-		return 1
-	}
-	ctx := context.Background()
-	place, err := Place(ctx, c, os.Getenv("PARTS_DIR"), PlaceOptions{Starter: &Starter{}})
-	if err != nil {
-		fmt.Println("error:", err)
-		return 1
-	}
-	if _, err := place.Tuner(text, prof).Apply(ctx, os.Getenv("PARTS_DIR")); err != nil {
+	if _, err := tuneNetns(context.Background(), c, os.Getenv("PARTS_DIR"), []byte(os.Getenv("PARTS_PROFILE"))); err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}

@@ -1,4 +1,4 @@
-package parts
+package local
 
 import (
 	"bufio"
@@ -19,12 +19,8 @@ import (
 )
 
 // With PARTS_HELPER=run the test binary is a real runner on a real
-// campaign, killed by the test; with netns-tune, a coordinator that tunes
-// a netns pair and waits to be killed.
+// campaign, killed by the test.
 func TestMain(m *testing.M) {
-	if os.Getenv("PARTS_HELPER") == "netns-tune" {
-		os.Exit(netnsTuneHelper())
-	}
 	if os.Getenv("PARTS_HELPER") == "run" {
 		c, err := sweeps.ParseCampaign("e2e.yaml", []byte(spec(os.Getenv("PARTS_BIN"))))
 		if err != nil {

@@ -1,4 +1,8 @@
-package parts
+// Package agent is the protocol between a coordinator and `linerate
+// agent` on each remote host of a pair (or network namespace): its
+// messages, the server side (Agent.Serve) and the client side
+// (AgentClient, RemoteStarter, RemoteTuner).
+package agent
 
 // The agent is linerate running on a remote host of a pair (`linerate
 // agent`), driven by the coordinator over one command session: JSON lines
@@ -29,81 +33,15 @@ import (
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
 )
-
-// Agent operations.
-const (
-	opFacts      = "facts"
-	opResolve    = "resolve"
-	opStart      = "start"
-	opFlushAll   = "flushall"
-	opSnapshot   = "snapshot"
-	opStop       = "stop"
-	opTuneApply  = "tune-apply"
-	opTuneVerify = "tune-verify"
-	opTuneRevert = "tune-revert"
-)
-
-// agentRequest is one line the coordinator sends.
-type agentRequest struct {
-	ID int    `json:"id"`
-	Op string `json:"op"`
-	// facts
-	Role      string `json:"role,omitempty"`
-	FaultCost bool   `json:"fault_cost,omitempty"`
-	// resolve
-	Version *sweeps.VersionSpec `json:"version,omitempty"`
-	// start
-	Plan   *sweeps.PlanVersion `json:"plan,omitempty"`
-	Bind   string              `json:"bind,omitempty"`
-	LogDir string              `json:"log_dir,omitempty"`
-	// flushall, snapshot (0: the host only), stop
-	Server int `json:"server,omitempty"`
-	// tune-apply: the profile file's text, the host's data address, the
-	// part of the host to tune (tuning.Scope; "" is all of it) and, for
-	// the kernel scope, the machine's network namespace (a path there)
-	Profile     string `json:"profile,omitempty"`
-	DataAddr    string `json:"data_addr,omitempty"`
-	Scope       string `json:"scope,omitempty"`
-	KernelNetns string `json:"kernel_netns,omitempty"`
-}
-
-// agentReply is one line the agent sends: the answer to request ID, or an
-// event (ID 0).
-type agentReply struct {
-	ID    int    `json:"id,omitempty"`
-	Event string `json:"event,omitempty"` // hello, exited
-	Error string `json:"error,omitempty"`
-
-	Facts    *sweeps.HostFacts     `json:"facts,omitempty"`
-	Resolved *sweeps.Resolved      `json:"resolved,omitempty"`
-	Started  *agentServer          `json:"started,omitempty"`
-	Snapshot *hostmetrics.Snapshot `json:"snapshot,omitempty"`
-	Tuning   json.RawMessage       `json:"tuning,omitempty"`
-	Drifts   int                   `json:"drifts,omitempty"`
-	// facts: the agent's clock as it answers
-	Now time.Time `json:"now,omitzero"`
-	// exited: which server ended and how
-	Server int `json:"server,omitempty"`
-	PID    int `json:"pid,omitempty"` // hello: the agent's PID
-}
-
-// agentServer describes a server the agent started.
-type agentServer struct {
-	ID       int               `json:"id"`
-	Host     string            `json:"host"`
-	Port     int               `json:"port"`
-	PID      int               `json:"pid,omitempty"`
-	Identity sweeps.Resolved   `json:"identity"`
-	Info     map[string]string `json:"info,omitempty"`
-}
 
 // Agent serves one coordinator on this host.
 type Agent struct {
 	// Starter starts servers here (store versions from this host's store,
 	// binaries by their path here, images with this host's docker).
-	Starter *Starter
+	Starter *local.Starter
 	// Root is where /proc and /sys are; "" is "/".
 	Root string
 	// StateDir keeps the tuning snapshot on this host too, so `linerate
@@ -118,7 +56,7 @@ type Agent struct {
 	goneOne sync.Once
 	servers map[int]sweeps.RunningServer
 	nextID  int
-	tuner   *Tuner
+	tuner   *local.Tuner
 	lock    *os.File // held on StateDir while this agent may tune
 	// kernelNS is the machine's network namespace, held open from a
 	// kernel-scope apply on, so the revert reaches it after the
@@ -155,7 +93,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.gone = make(chan struct{})
 	a.servers = map[int]sweeps.RunningServer{}
 	if a.Starter == nil {
-		a.Starter = &Starter{}
+		a.Starter = &local.Starter{}
 	}
 	defer a.cleanup(ctx)
 	reqCtx, endInput := context.WithCancel(ctx)
@@ -253,8 +191,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if req.Plan == nil {
 			return fail(errors.New("start: no version"))
 		}
-		a.Starter.Bind = req.Bind
-		srv, err := a.Starter.Start(ctx, *req.Plan, req.LogDir)
+		srv, err := a.Starter.StartAt(ctx, *req.Plan, req.LogDir, req.Bind)
 		if err != nil {
 			return fail(err)
 		}
@@ -329,7 +266,7 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			a.kernelNS = f
 			netns = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
 		}
-		t := &Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
+		t := &local.Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
 			Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "linerate agent: "+format+"\n", args...) }}
 		snap, err := t.Apply(ctx, a.StateDir)
 		if err != nil {
@@ -435,7 +372,7 @@ func (a *Agent) cleanup(ctx context.Context) {
 		delete(a.servers, id)
 	}
 	if err := a.revert(cctx); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, SnapshotFile))
+		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, local.SnapshotFile))
 	}
 	if a.kernelNS != nil {
 		a.kernelNS.Close()

@@ -1,7 +1,11 @@
-// Package parts plugs the real pieces into the sweeps runner: infra's
-// launchers start campaign versions (store selectors, binary paths, images)
-// and engine.Run benches each cell.
-package parts
+// Package local is what runs a campaign's pieces on this machine, for the
+// sweeps runner: the Starter (infra's launchers start campaign versions:
+// store selectors, binary paths, images, the latter watched), the
+// in-process Bencher and the HostBencher (a bench on a host of a pair),
+// the Tuner (a profile applied for a run, its snapshot kept until the
+// revert, a killed run's leftover reverted first) and orphan reaping. A
+// coordinator uses them here, and a `linerate agent` on each remote host.
+package local
 
 import (
 	"context"
@@ -25,7 +29,6 @@ import (
 	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
-	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -123,14 +126,21 @@ func Settings(pv sweeps.PlanVersion, logDir string) infra.ServerSettings {
 	return st
 }
 
-// Start implements sweeps.ServerStarter.
+// Start implements sweeps.ServerStarter: StartAt the starter's Bind.
 func (s *Starter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir string) (sweeps.RunningServer, error) {
+	return s.StartAt(ctx, pv, logDir, s.Bind)
+}
+
+// StartAt starts a version bound to bind ("": loopback). The agent binds
+// each server to the address its coordinator names, so one Starter serves
+// every request without being changed.
+func (s *Starter) StartAt(ctx context.Context, pv sweeps.PlanVersion, logDir, bind string) (sweeps.RunningServer, error) {
 	dir := filepath.Join(logDir, pv.Segment+"-"+time.Now().UTC().Format("20060102T150405.000Z"))
 	set := Settings(pv, dir)
 	set.StartTimeout = s.StartTimeout
 	// Images too: they run with host networking and protected mode off,
 	// so without the bind they would serve every interface of the host.
-	set.Bind = s.Bind
+	set.Bind = bind
 	var l infra.Launcher
 	v := pv.Spec
 	switch {
@@ -266,19 +276,11 @@ func (r *running) watch() {
 		}
 		msg := e.String()
 		if e.LogTail != "" {
-			msg += "; log: " + lastLine(e.LogTail)
+			msg += "; log: " + infra.LastLine(e.LogTail)
 		}
 		r.exited <- errors.New(msg)
 		return
 	}
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 func (r *running) Addr() (string, int) { return r.host, r.port }
@@ -327,22 +329,6 @@ func (r *running) Stop(ctx context.Context) error {
 		r.release = nil
 	}
 	return err
-}
-
-// Bencher runs cells with engine.Run in this process.
-type Bencher struct {
-	RunID func(w lab.Workload) string // optional run IDs
-	Live  func(*lab.Live)             // optional: each tick of the run (engine.Options.Live)
-}
-
-// Bench implements sweeps.Bencher. engine.Run marks the window's edges, so
-// the runner's host snapshots cover exactly the measured window.
-func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live}
-	if b.RunID != nil {
-		opt.RunID = b.RunID(w)
-	}
-	return engine.Run(ctx, w, opt)
 }
 
 var versionRE = regexp.MustCompile(`v=([0-9][0-9A-Za-z.+-]*)`)
@@ -395,49 +381,4 @@ func imageVersion(image string) (infra.Kind, string) {
 	}
 	m := regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`).FindString(tag)
 	return kind, m
-}
-
-// ReapOrphans stops servers a killed runner left behind on this host.
-// Local servers die with their runner (a parent-death signal), so this is
-// for what that cannot cover: a record from an older linerate, a server
-// that outlived it some other way. A server is killed only when the
-// recorded PID is still the process that was started, by its executable
-// and its start time as recorded at the start (env.json is world-readable:
-// a listener on the recorded port can echo its run_id and PID, and a PID
-// is reused), and when it still answers on its recorded local port with
-// the recorded run_id. A record without that identity is left alone.
-// Call it with the run directory's lock held.
-func ReapOrphans(ctx context.Context, run *sweeps.Run) []string {
-	if run == nil || run.Env == nil {
-		return nil
-	}
-	var reaped []string
-	for _, s := range run.Env.Servers {
-		port, err1 := strconv.Atoi(s.Info["tcp_port"])
-		pid, err2 := strconv.Atoi(s.Info["process_id"])
-		start, err3 := strconv.ParseUint(s.Info[infoStartTicks], 10, 64)
-		runID, exe := s.Info["run_id"], s.Info[infoExe]
-		if err1 != nil || err2 != nil || err3 != nil || port <= 0 || pid <= 1 || runID == "" || exe == "" {
-			continue
-		}
-		if id, err := (kernel.FS{}).Identity(pid); err != nil || id != (kernel.Identity{Exe: exe, StartTicks: start}) {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		ctl, err := control.Dial(cctx, lab.Workload{Host: "127.0.0.1", Port: port})
-		if err != nil {
-			cancel()
-			continue
-		}
-		info, err := ctl.Info(cctx, "server")
-		ctl.Close()
-		cancel()
-		if err != nil || info["run_id"] != runID || info["process_id"] != strconv.Itoa(pid) {
-			continue
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-			reaped = append(reaped, fmt.Sprintf("%s (pid %d, port %d)", s.Segment, pid, port))
-		}
-	}
-	return reaped
 }

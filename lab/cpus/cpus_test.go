@@ -1,4 +1,4 @@
-package kernel
+package cpus
 
 import (
 	"encoding/json"
@@ -46,14 +46,14 @@ func TestParseCPUList(t *testing.T) {
 		{rule: "above the bound", in: "8192", err: "above 8191"},
 		{rule: "range past the bound", in: "0,8191-9000", err: "above 8191"},
 	} {
-		got, err := ParseCPUList(tc.in)
+		got, err := Parse(tc.in)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: ParseCPUList(%q) = %v, %v; want an error with %q", tc.rule, tc.in, []int(got), err, tc.err)
+			t.Errorf("%s: Parse(%q) = %v, %v; want an error with %q", tc.rule, tc.in, []int(got), err, tc.err)
 		case tc.err == "" && err != nil:
-			t.Errorf("%s: ParseCPUList(%q): %v", tc.rule, tc.in, err)
+			t.Errorf("%s: Parse(%q): %v", tc.rule, tc.in, err)
 		case tc.err == "" && (!slices.Equal(got, tc.want) || got.String() != tc.str):
-			t.Errorf("%s: ParseCPUList(%q) = %v (%q), want %v (%q)", tc.rule, tc.in, []int(got), got, tc.want, tc.str)
+			t.Errorf("%s: Parse(%q) = %v (%q), want %v (%q)", tc.rule, tc.in, []int(got), got, tc.want, tc.str)
 		}
 	}
 }
@@ -67,7 +67,7 @@ func TestParseCPUListIsBounded(t *testing.T) {
 		"8192", "0-8192", "0,8191-9000", "0-4095,4096-8191,8192-12287",
 	} {
 		done := make(chan error, 1)
-		go func() { _, err := ParseCPUList(in); done <- err }()
+		go func() { _, err := Parse(in); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), "8191") {
@@ -77,18 +77,18 @@ func TestParseCPUListIsBounded(t *testing.T) {
 			t.Fatalf("%q: still parsing after 5 s", in)
 		}
 	}
-	if l, err := ParseCPUList("0-8191"); err != nil || len(l) != MaxCPUs {
+	if l, err := Parse("0-8191"); err != nil || len(l) != Max {
 		t.Errorf("the whole range: %d CPUs, %v", len(l), err)
 	}
 }
 
 func TestCPUListValidate(t *testing.T) {
 	for _, tc := range []struct {
-		l  CPUList
+		l  List
 		ok bool
 	}{
-		{nil, true}, {CPUList{3, 0, 8191}, true},
-		{CPUList{-1}, false}, {CPUList{MaxCPUs}, false}, {CPUList{3, 3}, false},
+		{nil, true}, {List{3, 0, 8191}, true},
+		{List{-1}, false}, {List{Max}, false}, {List{3, 3}, false},
 	} {
 		if err := tc.l.Validate(); (err == nil) != tc.ok {
 			t.Errorf("Validate(%v) = %v, want ok=%v", []int(tc.l), err, tc.ok)
@@ -97,20 +97,20 @@ func TestCPUListValidate(t *testing.T) {
 }
 
 func TestCPUListSetOps(t *testing.T) {
-	a, b := MustCPUList("0-7"), MustCPUList("4-11")
+	a, b := Must("0-7"), Must("4-11")
 	for _, tc := range []struct {
 		name string
-		got  CPUList
+		got  List
 		want string
 	}{
 		{"intersect", a.Intersect(b), "4-7"},
 		{"minus", a.Minus(b), "0-3"},
 		{"union", a.Union(b), "0-11"},
-		{"intersect ignores order", MustCPUList("9,3,1").Intersect(MustCPUList("1-3")), "1,3"},
-		{"minus ignores order", MustCPUList("9,3,1").Minus(MustCPUList("3")), "1,9"},
-		{"union ignores order", MustCPUList("9,3").Union(MustCPUList("1,3")), "1,3,9"},
-		{"sorted", MustCPUList("8-11,0-1").Sorted(), "0-1,8-11"},
-		{"disjoint", a.Intersect(MustCPUList("20-21")), ""},
+		{"intersect ignores order", Must("9,3,1").Intersect(Must("1-3")), "1,3"},
+		{"minus ignores order", Must("9,3,1").Minus(Must("3")), "1,9"},
+		{"union ignores order", Must("9,3").Union(Must("1,3")), "1,3,9"},
+		{"sorted", Must("8-11,0-1").Sorted(), "0-1,8-11"},
+		{"disjoint", a.Intersect(Must("20-21")), ""},
 	} {
 		if tc.got.String() != tc.want {
 			t.Errorf("%s = %q, want %q", tc.name, tc.got, tc.want)
@@ -119,7 +119,7 @@ func TestCPUListSetOps(t *testing.T) {
 	if !a.Contains(7) || a.Contains(8) {
 		t.Error("Contains")
 	}
-	if !MustCPUList("3,1-2").Equal(MustCPUList("1-3")) || a.Equal(b) {
+	if !Must("3,1-2").Equal(Must("1-3")) || a.Equal(b) {
 		t.Error("Equal compares CPUs, not order")
 	}
 }
@@ -127,27 +127,27 @@ func TestCPUListSetOps(t *testing.T) {
 // JSON keeps the bench record's array of numbers (a cell's hash covers it)
 // and reads the list format tuning snapshots were written in.
 func TestCPUListJSON(t *testing.T) {
-	j, err := json.Marshal(struct{ L CPUList }{MustCPUList("4,0-1")})
+	j, err := json.Marshal(struct{ L List }{Must("4,0-1")})
 	if err != nil || string(j) != `{"L":[4,0,1]}` {
 		t.Errorf("json = %s, %v", j, err)
 	}
 	for in, want := range map[string]string{`[4,0,1]`: "4,0-1", `"0-3,8"`: "0-3,8", `null`: "", `""`: ""} {
-		var l CPUList
+		var l List
 		if err := json.Unmarshal([]byte(in), &l); err != nil || l.String() != want {
 			t.Errorf("unmarshal %s = %q, %v; want %q", in, l, err, want)
 		}
 	}
 	for _, bad := range []string{`[1,1]`, `[9000]`, `"0-99999"`, `{}`, `"x"`} {
-		var l CPUList
+		var l List
 		if err := json.Unmarshal([]byte(bad), &l); err == nil {
 			t.Errorf("unmarshal %s accepted: %v", bad, []int(l))
 		}
 	}
 }
 
-// CPUList is a pflag.Value: --cpu-list parses through Set.
+// List is a pflag.Value: --cpu-list parses through Set.
 func TestCPUListFlag(t *testing.T) {
-	var l CPUList
+	var l List
 	if err := l.Set("4-5,1"); err != nil || l.String() != "4-5,1" || l.Type() != "cpus" {
 		t.Errorf("Set = %v %q", err, l)
 	}

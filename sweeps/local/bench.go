@@ -1,0 +1,97 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/launch"
+	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/engine"
+)
+
+// Bencher runs cells with lab.Run in this process.
+type Bencher struct {
+	RunID func(w lab.Workload) string // optional run IDs
+	Live  func(*lab.Live)             // optional: each tick of the run (engine.Options.Live)
+}
+
+// Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
+// the runner's host snapshots cover exactly the measured window.
+func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live}
+	if b.RunID != nil {
+		opt.RunID = b.RunID(w)
+	}
+	return engine.Run(ctx, w, opt)
+}
+
+// HostBencher runs each cell's load as `linerate bench --json -` on the
+// client host of a provider's pair (a network namespace, an SSH host), as
+// the design has it: the coordinator never measures.
+type HostBencher struct {
+	Host infra.Host
+	// Live, when set, gets the remote bench's running totals as it goes
+	// (bench --live-json, read back from its stderr).
+	Live func(*lab.Live)
+}
+
+// Bench implements sweeps.Bencher. It gives no window marks: the runner
+// cuts its periodic host snapshots to the window the record reports.
+func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase)) (*lab.Result, error) {
+	bin, err := b.Host.Linerate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("linerate on %s: %w", b.Host.Name(), err)
+	}
+	argv := append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...)
+	var out, errb bytes.Buffer
+	var stderr io.Writer = &errb
+	if b.Live != nil {
+		argv = append(argv, "--live-json")
+		stderr = &liveWriter{live: b.Live, rest: &errb}
+	}
+	// A bound even when the connection dies silently: the window, plus
+	// room for the prefill and the drain (each request has its own
+	// timeout, so a stuck server ends the bench well before this).
+	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: stderr,
+		Timeout: time.Duration(w.Warmup) + time.Duration(w.Duration) + 10*time.Minute}
+	if w.Password != "" {
+		cmd.Env = []string{"LINERATE_PASSWORD=" + w.Password}
+	}
+	runErr := b.Host.Exec(ctx, cmd)
+	// A failed run still writes its record; the exit code only says how
+	// it ended, and the record says the same.
+	var res lab.Result
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			return nil, fmt.Errorf("bench on %s: record is not JSON (%v); stderr: %s", b.Host.Name(), err, infra.LastLine(errb.String()))
+		}
+		if runErr != nil {
+			return &res, fmt.Errorf("bench on %s: %s", b.Host.Name(), res.Stop.Error)
+		}
+		return &res, nil
+	}
+	if runErr == nil {
+		runErr = errors.New("no record")
+	}
+	return nil, fmt.Errorf("bench on %s: %w; stderr: %s", b.Host.Name(), runErr, infra.LastLine(errb.String()))
+}
+
+// NetPlace lets a launcher start servers inside a netns host and reach
+// them there.
+func NetPlace(h *netns.Host) *launch.NetPlace {
+	if h.Namespace == "" {
+		return nil
+	}
+	return &launch.NetPlace{
+		Wrap:   []string{"ip", "netns", "exec", h.Namespace},
+		Dial:   h.DialContext,
+		Listen: h.Listen,
+	}
+}

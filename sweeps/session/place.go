@@ -1,0 +1,197 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/agent"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
+	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/tuning"
+)
+
+// placement is where a campaign's servers and load run.
+type placement struct {
+	// Servers starts versions and Resolver names them exactly, on the
+	// host that runs them.
+	Servers  sweeps.ServerStarter
+	Resolver sweeps.Resolver
+	Bencher  sweeps.Bencher
+	// Sampler reads this host's /proc; nil where servers run remotely
+	// (their agent samples, see sweeps.HostSampler).
+	Sampler sweeps.Sampler
+	Hosts   []sweeps.HostFacts
+	// FaultCost is the price of a fresh page on the server host.
+	FaultCost time.Duration
+	// Tuner applies a tuning profile (the file's text and its parsed form)
+	// to the placement's hosts; agentsTune says agents do, each keeping
+	// its snapshot on its host.
+	Tuner      func(text []byte, p tuning.Profile) hostTuner
+	agentsTune bool
+	// Down tears the hosts down; call it always, also after an error or
+	// Ctrl-C, with a context that survives the interrupt.
+	Down func(ctx context.Context) error
+}
+
+// hostTuner applies a profile for the length of a run (local.Tuner,
+// agent.RemoteTuner). Apply's stateDir is the run's directory: the local
+// Tuner keeps its snapshot there until Revert (and reverts one an earlier
+// run left); RemoteTuner writes both agents' snapshots there for the
+// record, each agent keeping its own on its host.
+type hostTuner interface {
+	Apply(ctx context.Context, stateDir string) (json.RawMessage, error)
+	sweeps.TuningCheck
+	Revert(ctx context.Context) error
+}
+
+// place brings prov's pair up and makes it a placement as the row's Hosts
+// say. Up tears down what it made on failure; so does place, agents
+// first.
+func place(ctx context.Context, row *Row, prov infra.Provider, spec infra.Spec, opt *Options) (*placement, error) {
+	pair, err := prov.Up(ctx, spec)
+	if err != nil {
+		dctx, cancel := infra.TeardownContext(ctx)
+		defer cancel()
+		return nil, errors.Join(fmt.Errorf("bring up the %s pair: %w", prov.Kind(), err), prov.Down(dctx))
+	}
+	switch row.Hosts {
+	case HostsNamespaces:
+		return placeNamespaces(ctx, pair, prov, spec.Dir, opt.Live)
+	case HostsAgents:
+		return placeRemote(ctx, pair, prov, opt)
+	}
+	host := tuning.NewLiveHost("/")
+	if opt.TuningRoot != "" && filepath.Clean(opt.TuningRoot) != "/" {
+		host = tuning.NewFixtureHost(opt.TuningRoot)
+	}
+	pl := placeHere([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, &local.Starter{}, local.Bencher{Live: opt.Live}, prov.Down)
+	pl.Tuner = func(_ []byte, p tuning.Profile) hostTuner { return &local.Tuner{Host: host, Profile: p, Log: opt.Log} }
+	return pl, nil
+}
+
+// placeHere is a placement whose servers this process starts and samples.
+func placeHere(hosts []sweeps.HostFacts, st *local.Starter, b sweeps.Bencher, down func(context.Context) error) *placement {
+	// The page-fault label needs this machine's price of a fresh page.
+	cost, _ := hostmetrics.MeasureFaultCost(0)
+	for i := range hosts {
+		hosts[i].MinorFaultCost = cost
+	}
+	return &placement{Servers: st, Resolver: st, Bencher: b, Sampler: hostmetrics.Sampler{},
+		Hosts: hosts, FaultCost: cost, Down: down}
+}
+
+// placeNamespaces: servers start in the server namespace on its data
+// address (198.18.0.1), `linerate bench` runs in the client's.
+func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, dir string, live func(*lab.Live)) (*placement, error) {
+	fail := func(err error) (*placement, error) {
+		dctx, cancel := infra.TeardownContext(ctx)
+		defer cancel()
+		return nil, errors.Join(err, prov.Down(dctx))
+	}
+	abs, err := filepath.Abs(dir) // the agents' state, beside the run
+	if err != nil {
+		return fail(err)
+	}
+	srv, ok := pair.Server.(*netns.Host)
+	if !ok {
+		return fail(fmt.Errorf("%s provider gave a %T server host, not a network namespace", prov.Kind(), pair.Server))
+	}
+	starter := &local.Starter{Net: local.NetPlace(srv), Bind: srv.DataAddr().String()}
+	server := sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")
+	client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
+	// Tuning acts inside each namespace (its veth, its sysctls), which
+	// only a process in there sees: an agent per namespace, started when a
+	// profile is applied. The two share one kernel: the server's agent
+	// tunes what the kernel keeps once, each agent what its namespace owns.
+	agents := pairAgents(pair)
+	for role, a := range agents {
+		a.StateDir = filepath.Join(abs, "agent-"+role)
+	}
+	agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
+	// The machine's namespace, held by this process until Down, so the
+	// server's agent can open it by path when it applies.
+	machine, err := tuning.OpenMachineNetns()
+	if err != nil {
+		return fail(err)
+	}
+	agents["server"].KernelNetns = machine.Path
+	down := agentsThenDown(agents, prov)
+	downAndLetGo := func(ctx context.Context) error { defer machine.Close(); return down(ctx) }
+	pl := placeHere([]sweeps.HostFacts{server, client}, starter, local.HostBencher{Host: pair.Client, Live: live}, downAndLetGo)
+	pl.Tuner, pl.agentsTune = remoteTuner(agents), true
+	return pl, nil
+}
+
+// placeRemote starts an agent on each host of a pair and reads their facts.
+func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, opt *Options) (*placement, error) {
+	log := opt.Log
+	agents := pairAgents(pair)
+	if opt.AgentMetrics != "" {
+		agents["server"].Args = append(agents["server"].Args, "--metrics-listen", opt.AgentMetrics)
+	}
+	down := agentsThenDown(agents, prov)
+	fail := func(err error) (*placement, error) {
+		dctx, cancel := infra.TeardownContext(ctx)
+		defer cancel()
+		return nil, errors.Join(err, down(dctx))
+	}
+	var hosts []sweeps.HostFacts
+	var cost time.Duration
+	for _, role := range []string{"server", "client"} {
+		a := agents[role]
+		f, err := a.Facts(ctx, role+" ("+a.Host.Name()+", "+addrString(a.Host.DataAddr())+")", role == "server")
+		if err != nil {
+			return fail(err)
+		}
+		if role == "server" {
+			cost = f.MinorFaultCost
+		}
+		hosts = append(hosts, f)
+	}
+	starter := &agent.RemoteStarter{Agent: agents["server"], Shift: hosts[0].ClockOffset - hosts[1].ClockOffset}
+	if d := starter.Shift.Abs(); d > 100*time.Millisecond && log != nil {
+		// Corrected, but a clock that jumps during the run is not.
+		log("note: the server host's clock is %v off the client host's; host metrics are shifted to match (is NTP running?)", starter.Shift.Round(time.Millisecond))
+	}
+	return &placement{Servers: starter, Resolver: starter, Bencher: local.HostBencher{Host: pair.Client, Live: opt.Live},
+		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), agentsTune: true, Down: down}, nil
+}
+
+// pairAgents are the (not yet started) agents of a pair's hosts, by role.
+func pairAgents(pair infra.Pair) map[string]*agent.AgentClient {
+	return map[string]*agent.AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
+}
+
+// agentsThenDown closes the agents first, so they stop their servers and
+// revert their tuning while the hosts still exist, then takes the pair down.
+func agentsThenDown(agents map[string]*agent.AgentClient, prov infra.Provider) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, role := range []string{"server", "client"} {
+			errs = append(errs, agents[role].Close(ctx))
+		}
+		return errors.Join(append(errs, prov.Down(ctx))...)
+	}
+}
+
+func remoteTuner(agents map[string]*agent.AgentClient) func([]byte, tuning.Profile) hostTuner {
+	return func(text []byte, _ tuning.Profile) hostTuner {
+		return &agent.RemoteTuner{Agents: agents, Profile: text}
+	}
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}

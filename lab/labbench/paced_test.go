@@ -1,9 +1,7 @@
 package labbench
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,14 +23,7 @@ func pacedRun(b *testing.B, bin string, port int, rate string) (opsPerSec, cpuPe
 	if msg, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		b.Fatalf("linerate %v: %v %s", args, err, lastLine(string(msg)))
 	}
-	var r lab.Result
-	data, err := os.ReadFile(out)
-	if err == nil {
-		err = json.Unmarshal(data, &r)
-	}
-	if err != nil {
-		b.Fatalf("read record: %v", err)
-	}
+	r := readRecord(b, out)
 	if ol := r.OpenLoop; ol != nil && ol.Sent > 0 {
 		lateShare = float64(ol.Late) / float64(ol.Sent)
 	}

@@ -106,9 +106,13 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	// Own: alone (no keyspace yet) a key must still name one key.
+	// Own: alone (no keyspace yet) a key must still name one key. The
+	// probe's keys come after the keyspace.
 	{"--key-size", true, func(w *Workload) string {
 		n := max(w.Keyspace, 1)
+		if !w.Probe.IsZero() {
+			n += ProbeKeys
+		}
 		switch lo := minKeySize(n); {
 		case w.KeySize > MaxKeySize:
 			return msg("%d bytes: keys are at most %d bytes", w.KeySize, MaxKeySize)
@@ -118,13 +122,13 @@ var rules = []rule{
 		return ""
 	}},
 	{"-s/--value-size", true, func(w *Workload) string {
-		if w.ValueSz < 1 || w.ValueSz > MaxValueSize {
-			return msg("%d bytes is outside 1 B - %s", int64(w.ValueSz), MaxValueSize)
+		if w.ValueSz.IsZero() {
+			return msg("no value size; use %s", SizeMixForms)
 		}
-		return ""
+		return errMsg(w.ValueSz.validate())
 	}},
 	{"-s/--value-size", false, func(w *Workload) string {
-		if w.Verify != VerifyNone && w.ValueSz < MinVerifiableSize {
+		if w.Verify != VerifyNone && w.ValueSz.Min() < MinVerifiableSize {
 			return msg("values under %d bytes cannot carry the verify header; use --verify none", MinVerifiableSize)
 		}
 		return ""
@@ -164,7 +168,102 @@ var rules = []rule{
 	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
 	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
 	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.validate()) }},
+	// Open loop (issue 13).
+	{"--rate", true, func(w *Workload) string {
+		if w.Rate.IsZero() {
+			return ""
+		}
+		return errMsg(w.Rate.validate())
+	}},
+	{"--rate", false, func(w *Workload) string {
+		if w.Rate.IsZero() || w.ValueSz.validate() != nil {
+			return ""
+		}
+		_, err := w.Rate.OpsPerSec(w.ValueSz.Mean())
+		return errMsg(err)
+	}},
+	{"--ramp", true, func(w *Workload) string {
+		if w.Ramp.IsZero() {
+			return ""
+		}
+		return errMsg(w.Ramp.validate())
+	}},
+	{"--ramp", false, func(w *Workload) string {
+		switch {
+		case w.Ramp.IsZero():
+			return ""
+		case !w.Rate.IsZero():
+			return msg("--rate %s and --ramp %s: give one (a ramp's steps are its rates)", w.Rate, w.Ramp)
+		case w.ValueSz.validate() != nil:
+			return ""
+		}
+		_, err := w.Ramp.StepRates(w.ValueSz.Mean())
+		return errMsg(err)
+	}},
+	{"-d/--duration", false, func(w *Workload) string {
+		if !w.Ramp.IsZero() && w.Duration.D() != w.Ramp.Length() {
+			return msg("%s, but --ramp %s is %s long: a ramp's steps are the measured window; leave -d out", w.Duration, w.Ramp, w.Ramp.Length())
+		}
+		return ""
+	}},
+	{"--arrival", true, func(w *Workload) string {
+		if w.Arrival == "" {
+			return ""
+		}
+		return errMsg(w.Arrival.validate())
+	}},
+	{"--arrival", false, func(w *Workload) string {
+		if w.Arrival != "" && !w.Paced() {
+			return msg("%s paces nothing without --rate, --ramp or --probe", w.Arrival)
+		}
+		return ""
+	}},
+	{"--queue-limit", true, func(w *Workload) string {
+		if w.QueueLimit < 0 || w.QueueLimit.D() > MaxRequestTimeout || (w.QueueLimit > 0 && w.QueueLimit.D() < MinQueueLimit) {
+			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, fmtDur(MaxRequestTimeout))
+		}
+		return ""
+	}},
+	{"--queue-limit", false, func(w *Workload) string {
+		if w.QueueLimit != 0 && !w.Paced() {
+			return msg("%s limits the queue of paced requests; give --rate, --ramp or --probe", w.QueueLimit)
+		}
+		return ""
+	}},
+	{"--probe", true, func(w *Workload) string {
+		if w.Probe.IsZero() {
+			return ""
+		}
+		return errMsg(w.Probe.validate())
+	}},
+	{"--probe", false, func(w *Workload) string {
+		switch {
+		case w.Probe.IsZero():
+			return ""
+		case w.Verify != VerifyNone && w.Probe.Size < MinVerifiableSize:
+			return msg("%s: probe values under %d bytes cannot carry the verify header; use --verify none", w.Probe, MinVerifiableSize)
+		case w.Warmup.D() < MinProbeWarmup:
+			return msg("%s needs --warmup %s or more: the warmup's first half measures the probe alone (its idle latency)", w.Probe, MinProbeWarmup)
+		}
+		return ""
+	}},
+	{"--engine", false, func(w *Workload) string {
+		switch {
+		case w.Engine != EngineValkeyGo:
+			return ""
+		case !w.Probe.IsZero():
+			return msg("valkey-go has no --probe (it cannot keep the probe's connections apart); use the raw engine")
+		case w.OpenLoop() && w.Pipeline > 1:
+			return msg("valkey-go paces one request per connection at a time: with -P %d its requests would queue per pipeline slot, not per connection; use the raw engine or -P 1", w.Pipeline)
+		}
+		return ""
+	}},
 }
+
+// MinQueueLimit is the shortest --queue-limit: a request counts as late
+// only after LateAfter, so a shorter queue would drop requests that are
+// not even late.
+const MinQueueLimit = LateAfter
 
 func errMsg(err error) string {
 	if err == nil {

@@ -117,7 +117,7 @@ func TestCheckField(t *testing.T) {
 		{"key-size", lab.Workload{KeySize: 4}, "--key-size"}, // "key:" alone names no key
 		{"key-size", lab.Workload{KeySize: 5}, ""},
 		{"key-size", lab.Workload{KeySize: lab.MaxKeySize + 1}, "--key-size"},
-		{"value-size", lab.Workload{ValueSz: 1}, ""}, // --verify against -s is Validate's
+		{"value-size", lab.Workload{ValueSz: lab.OneSize(1)}, ""}, // --verify against -s is Validate's
 		{"warmup", lab.Workload{}, ""},
 		{"duration", lab.Workload{}, "-d/--duration"},
 		{"engine", lab.Workload{Engine: "turbo"}, "--engine"},

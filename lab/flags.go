@@ -27,7 +27,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.IntVarP(&w.Keyspace, "keyspace", "n", def.Keyspace, fmt.Sprintf("number of distinct keys (1-%d)", MaxKeyspace))
 	fs.IntVar(&w.KeySize, "key-size", def.KeySize, fmt.Sprintf("key length in bytes, at most %d (\"key:\" and a zero-padded number)", MaxKeySize))
 	w.ValueSz = def.ValueSz
-	fs.VarP(&w.ValueSz, "value-size", "s", "value size, at most "+MaxValueSize.String()+": "+SizeForms)
+	fs.VarP(&w.ValueSz, "value-size", "s", "value size, at most "+MaxValueSize.String()+": "+SizeMixForms+"; a key's size is fixed by --seed, so GETs are verified and the prefill writes each key at its size")
 	w.Ratio = def.Ratio
 	fs.VarP(&w.Ratio, "ratio", "r", "operation mix: "+RatioForms)
 	w.KeyDist = def.KeyDist
@@ -45,6 +45,20 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.Var(&w.Verify, "verify", "GET reply check: none (length only), header (length, value header and trailer of every reply), full (every byte)")
 	fs.Uint64Var(&w.Seed, "seed", 1, "seed for key choice and operation mix")
 	fs.StringVar(&w.Engine, "engine", def.Engine, "raw (the measuring engine) or valkey-go (a general client, to cross-check the raw engine)")
+	fs.Var(&w.Rate, "rate", "open loop: send at this rate whatever the replies do, latency from each request's intended send time; "+RateForms)
+	fs.Var(&w.Ramp, "ramp", "open loop in steps, one record with each step's figures and the knee; "+RampForms+"; the steps are the window (no -d)")
+	fs.Var(&w.Arrival, "arrival", "how paced requests are spread: "+ArrivalForms+" (default constant)")
+	fs.Var(&w.QueueLimit, "queue-limit", fmt.Sprintf("the longest a paced request may wait for its connection past its intended time (%s-%s, default %s); one that would wait longer is dropped and the rate called not sustainable", MinQueueLimit, fmtDur(MaxRequestTimeout), DefaultQueueLimit))
+	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
+}
+
+// FinishFlags completes a workload read by BindFlags's flags where one
+// flag's default depends on another: a --ramp without -d runs for the
+// ramp's length, not for -d's default.
+func FinishFlags(fs *pflag.FlagSet, w *Workload) {
+	if !w.Ramp.IsZero() && !fs.Changed("duration") {
+		w.Duration = 0
+	}
 }
 
 // Args renders a resolved workload as bench flags, the inverse of BindFlags.
@@ -54,7 +68,7 @@ func (w Workload) Args() []string {
 		"-h", w.Host, "-p", strconv.Itoa(w.Port),
 		"-c", strconv.Itoa(w.Connections), "-P", strconv.Itoa(w.Pipeline),
 		"-n", strconv.Itoa(w.Keyspace), "--key-size", strconv.Itoa(w.KeySize),
-		"-s", strconv.FormatInt(int64(w.ValueSz), 10), "-r", w.Ratio.String(),
+		"-s", valueSizeArg(w.ValueSz), "-r", w.Ratio.String(),
 		"--key-dist", w.KeyDist.String(),
 		"--warmup", w.Warmup.String(), "-d", w.Duration.String(),
 		"--request-timeout", w.RequestTimeout.String(),
@@ -75,6 +89,21 @@ func (w Workload) Args() []string {
 	if w.Prefill {
 		a = append(a, "--prefill")
 	}
+	if !w.Rate.IsZero() {
+		a = append(a, "--rate", w.Rate.String())
+	}
+	if !w.Ramp.IsZero() {
+		a = append(a, "--ramp", w.Ramp.String())
+	}
+	if w.Arrival != "" {
+		a = append(a, "--arrival", string(w.Arrival))
+	}
+	if w.QueueLimit != 0 {
+		a = append(a, "--queue-limit", w.QueueLimit.String())
+	}
+	if !w.Probe.IsZero() {
+		a = append(a, "--probe", w.Probe.String())
+	}
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).
 	if CheckKeyspaceHabit(w, false) != nil {
@@ -86,4 +115,13 @@ func (w Workload) Args() []string {
 // fmtDur prints whole hours as "24h", not "24h0m0s".
 func fmtDur(d time.Duration) string {
 	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
+
+// valueSizeArg is -s as Args sends it: one size in bytes, as always; a
+// mix as ParseSizeMix reads it.
+func valueSizeArg(m SizeMix) string {
+	if s, ok := m.Single(); ok {
+		return strconv.FormatInt(int64(s), 10)
+	}
+	return m.String()
 }

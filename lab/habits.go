@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -26,12 +27,12 @@ const (
 // more than LargeKeyspace keys of LargeKeyspaceValue or more, unless the
 // caller said it means it (--keyspace-large).
 func CheckKeyspaceHabit(w Workload, large bool) error {
-	if large || w.Keyspace <= LargeKeyspace || w.ValueSz < LargeKeyspaceValue {
+	if large || w.Keyspace <= LargeKeyspace || w.ValueSz.Max() < LargeKeyspaceValue {
 		return nil
 	}
 	return &FieldError{Field: "-n/--keyspace", Msg: fmt.Sprintf(
 		"%d keys of %s (%s in all): -n is the number of distinct keys, not a request count (the run's length is -d); "+
-			"add --keyspace-large if you mean %d distinct keys", w.Keyspace, w.ValueSz, humanBytes(int64(w.Keyspace)*int64(w.ValueSz)), w.Keyspace)}
+			"add --keyspace-large if you mean %d distinct keys", w.Keyspace, w.ValueSz, humanBytes(int64(PrefillBytes(w))), w.Keyspace)}
 }
 
 // CheckPrefillFits refuses a prefill whose bytes (keys x value size) exceed
@@ -39,8 +40,11 @@ func CheckKeyspaceHabit(w Workload, large bool) error {
 // when the server is on this host (a loopback address). memAvailable reads
 // the host's free memory; nil skips that check.
 func CheckPrefillFits(w Workload, si *ServerInfo, memAvailable func() (int64, error)) error {
-	need := int64(w.Keyspace) * int64(w.ValueSz)
+	need := int64(math.Min(PrefillBytes(w), 1<<62))
 	what := fmt.Sprintf("%d keys x %s = %s", w.Keyspace, w.ValueSz, humanBytes(need))
+	if _, one := w.ValueSz.Single(); !one {
+		what = fmt.Sprintf("%d keys of %s = %s", w.Keyspace, w.ValueSz, humanBytes(need))
+	}
 	if limit := maxmemory(si); limit > 0 && need > limit {
 		return &FieldError{Field: "--prefill", Msg: fmt.Sprintf(
 			"%s exceeds the server's maxmemory %s; lower -n or -s, or raise maxmemory", what, humanBytes(limit))}
@@ -119,3 +123,29 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
+
+// PrefillBytes is what a prefill writes: every key at its size (the
+// probe's keys too). Exact for one size and for keyspaces up to
+// exactPrefillKeys; above, the keys times the mix's mean (each size's
+// share of the keys is within 2 + ln N keys of its weight, SizeFor).
+func PrefillBytes(w Workload) float64 {
+	var b float64
+	switch s, one := w.ValueSz.Single(); {
+	case one:
+		b = float64(w.Keyspace) * float64(s)
+	case w.Keyspace <= exactPrefillKeys:
+		for k := 0; k < w.Keyspace; k++ {
+			b += float64(w.ValueSz.SizeFor(w.Seed, uint32(k)))
+		}
+	default:
+		b = float64(w.Keyspace) * w.ValueSz.Mean()
+	}
+	if !w.Probe.IsZero() {
+		b += ProbeKeys * float64(w.Probe.Size)
+	}
+	return b
+}
+
+// exactPrefillKeys bounds the keys PrefillBytes sums one by one (a few
+// milliseconds).
+const exactPrefillKeys = 1 << 20

@@ -34,7 +34,7 @@ func TestHabitHelpers(t *testing.T) {
 		t.Errorf("maxmemory: %d", maxmemory(si))
 	}
 	// The figures stand in the message; a remote server skips the free-memory check.
-	w := Workload{Host: "198.18.0.1", Keyspace: 10, ValueSz: 1 << 20}
+	w := Workload{Host: "198.18.0.1", Keyspace: 10, ValueSz: OneSize(1 << 20)}
 	if err := CheckPrefillFits(w, &ServerInfo{}, func() (int64, error) { return 1, nil }); err != nil {
 		t.Errorf("a remote server was judged by this host's memory: %v", err)
 	}

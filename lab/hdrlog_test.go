@@ -97,7 +97,7 @@ func (h hgrm) bracket(q float64) (lo, hi float64) {
 // summaries, and the interval log's per-second counts are the series.
 func TestHDRFilesRoundTrip(t *testing.T) {
 	srv := labtest.StartRedis(t)
-	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 4, Threads: 2, Keyspace: 16, ValueSz: 256 << 10,
+	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 4, Threads: 2, Keyspace: 16, ValueSz: lab.OneSize(256 << 10),
 		Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(2 * time.Second), Seed: 7,
 		Ratio: lab.Ratio{Gets: 50, Sets: 50}, Prefill: true}
 	res, err := engine.Run(context.Background(), w, engine.Options{})

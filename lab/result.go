@@ -47,6 +47,13 @@ type Result struct {
 	Client    ClientUsage `json:"client"`
 	Stop      Stop        `json:"stop"`
 	Notes     []string    `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
+
+	// Open loop and the probe (issue 13; openloop_result.go): absent
+	// unless the run paced something.
+	OpenLoop *OpenLoopResult `json:"open_loop,omitempty"` // --rate or --ramp
+	Steps    []StepResult    `json:"steps,omitempty"`     // --ramp: one per step
+	Knee     *Knee           `json:"knee,omitempty"`      // --ramp: where it stopped keeping up
+	Probe    *ProbeResult    `json:"probe,omitempty"`     // --probe
 }
 
 // CheckNulls refuses a record read from disk that holds JSON null where
@@ -145,6 +152,13 @@ type OpResult struct {
 	Verify VerifyCounts         `json:"verify"`
 	Series []SecondSample       `json:"series"`
 	Errors map[ErrorKind]uint64 `json:"errors,omitempty"`
+
+	// Open loop and mixes (issue 13). With --rate or --ramp, Latency is
+	// from each request's intended send time and Service from its actual
+	// send (absent in closed loop, where the two are one). Sizes: per size
+	// class of a value-size mix (absent for one size).
+	Service *LatencySummary `json:"service_us,omitempty"`
+	Sizes   []SizeResult    `json:"sizes,omitempty"`
 }
 
 // LatencySummary is read from an HDR histogram. Values are microseconds.

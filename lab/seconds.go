@@ -22,13 +22,20 @@ func (w Window) MarshalJSON() ([]byte, error) {
 	}{plain(w), w.Warmup.Seconds(), w.Requested.Seconds(), w.Measured.Seconds()})
 }
 
-// MarshalJSON writes the workload with its durations also in seconds.
+// MarshalJSON writes the workload with its durations also in seconds. The
+// queue limit's is left out with it, in closed loop.
 func (w Workload) MarshalJSON() ([]byte, error) {
 	type plain Workload
+	var ql *float64
+	if w.QueueLimit != 0 {
+		s := w.QueueLimit.Seconds()
+		ql = &s
+	}
 	return json.Marshal(struct {
 		plain
-		WarmupS         float64 `json:"warmup_s"`
-		DurationS       float64 `json:"duration_s"`
-		RequestTimeoutS float64 `json:"request_timeout_s"`
-	}{plain(w), w.Warmup.Seconds(), w.Duration.Seconds(), w.RequestTimeout.Seconds()})
+		WarmupS         float64  `json:"warmup_s"`
+		DurationS       float64  `json:"duration_s"`
+		RequestTimeoutS float64  `json:"request_timeout_s"`
+		QueueLimitS     *float64 `json:"queue_limit_s,omitempty"`
+	}{plain(w), w.Warmup.Seconds(), w.Duration.Seconds(), w.RequestTimeout.Seconds(), ql})
 }

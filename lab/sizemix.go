@@ -68,13 +68,14 @@ func ParseSizeMix(s string) (SizeMix, error) {
 		return m, nil
 	}
 	if !strings.Contains(t, ":") && !strings.Contains(t, ",") {
+		// One size reads, and is refused, as -s always was.
 		one, err := parseMixSize(t)
 		if err != nil {
-			return bad("%v", err)
+			return SizeMix{}, err
 		}
 		m := OneSize(one)
 		if err := m.validate(); err != nil {
-			return bad("%v", err)
+			return SizeMix{}, err
 		}
 		return m, nil
 	}
@@ -144,6 +145,9 @@ func (m SizeMix) validate() error {
 	}
 	if len(m.Parts) == 0 || len(m.Parts) > MaxMixParts {
 		return fmt.Errorf("%d sizes: a mix has 1-%d", len(m.Parts), MaxMixParts)
+	}
+	if s, one := m.Single(); one {
+		return inBounds("value size", s)
 	}
 	for i, p := range m.Parts {
 		if err := inBounds(fmt.Sprintf("part %d: size", i+1), p.Size); err != nil {
@@ -271,6 +275,9 @@ type sizeMixJSON struct {
 // "sizes":[{"size":1048576,"weight":60},...]}; a range as
 // {"kind":"log_uniform","min":1048576,"max":67108864}. Sizes in bytes.
 func (m SizeMix) MarshalJSON() ([]byte, error) {
+	if m.IsZero() { // no size given, as a zero Size stored
+		return []byte("0"), nil
+	}
 	if s, ok := m.Single(); ok {
 		return s.MarshalJSON()
 	}
@@ -294,6 +301,10 @@ func (m *SizeMix) UnmarshalJSON(b []byte) error {
 		var s Size
 		if err := s.UnmarshalJSON(b); err != nil {
 			return fmt.Errorf("value sizes: %w", err)
+		}
+		if s == 0 { // what a zero mix stores: no size, as a zero Size read
+			*m = SizeMix{}
+			return nil
 		}
 		return m.setChecked(OneSize(s))
 	}

@@ -157,12 +157,22 @@ func TestSizeMixJSON(t *testing.T) {
 		`{"kind":"log_uniform","min":2,"max":1}`,
 		`{"kind":"log_uniform","min":1}`,
 		`{"kind":"zipf"}`,
-		`0`, `-1`, `"1MiB:0"`, `[]`, `null`, `{"kind":"weights","sizes":"x"}`,
+		`-1`, `"1MiB:0"`, `[]`, `null`, `{"kind":"weights","sizes":"x"}`,
 	} {
 		var m lab.SizeMix
 		if err := json.Unmarshal([]byte(in), &m); err == nil {
 			t.Errorf("%s read as %+v, want an error", in, m)
 		}
+	}
+}
+
+// A zero mix (no size given) stores as a zero Size did, and reads back as
+// no size: Validate, not the reader, refuses it in a workload.
+func TestZeroSizeMixJSON(t *testing.T) {
+	b, err := json.Marshal(lab.SizeMix{})
+	var back lab.SizeMix
+	if err != nil || string(b) != "0" || json.Unmarshal(b, &back) != nil || !back.IsZero() {
+		t.Errorf("the zero mix stores as %s (%v) and reads back as %+v", b, err, back)
 	}
 }
 

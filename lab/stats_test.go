@@ -86,3 +86,50 @@ func TestLatencyBuckets(t *testing.T) {
 		t.Error("out-of-range values are not clamped to the end buckets")
 	}
 }
+
+// The values of a mix are prefixes of one pattern of the mix's largest
+// size: each size's value verifies as that size, exactly, and as no other.
+func TestValueLayoutPrefixes(t *testing.T) {
+	big := NewValueLayout(1<<20, 9)
+	for _, size := range []int64{1 << 20, 1<<20 - 1, 300_000, 4096, MinVerifiableSize, 47, 1} {
+		l := big.Prefix(size)
+		if l.Size != size || int64(len(l.Body)) != size || l.Seed != big.Seed {
+			t.Fatalf("prefix %d: size %d, body %d, seed %d", size, l.Size, len(l.Body), l.Seed)
+		}
+		v := l.Full(3, 11)
+		if !l.CheckBody(0, v) {
+			t.Errorf("%d: the value's body does not check", size)
+		}
+		if size < MinVerifiableSize {
+			continue
+		}
+		if _, ok := l.CheckEnds(v[:ValueHeaderLen], v[size-ValueTrailerLen:], 3); !ok {
+			t.Errorf("%d: the value's ends do not check", size)
+		}
+		// The same bytes cut to another length are refused by the length
+		// the header carries.
+		otherSize := size - 8
+		if size+8 <= big.Size {
+			otherSize = size + 8
+		}
+		other := big.Prefix(otherSize)
+		if _, ok := other.CheckEnds(v[:ValueHeaderLen], v[size-ValueTrailerLen:], 3); ok {
+			t.Errorf("%d: a value checks as %d bytes", size, otherSize)
+		}
+		v[size/2+ValueHeaderLen/2] ^= 1
+		if l.CheckBody(0, v) && size > MinVerifiableSize {
+			t.Errorf("%d: a flipped body byte is not seen", size)
+		}
+	}
+	// The whole-size prefix is the layout itself.
+	if p := big.Prefix(big.Size); !p.CheckBody(0, big.Full(1, 2)) {
+		t.Error("the full prefix differs from the layout")
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		p := big.Prefix(4096)
+		var hdr [ValueHeaderLen]byte
+		p.PutHeader(hdr[:], 1, 2)
+	}); n != 0 {
+		t.Errorf("Prefix allocates %.0f times", n)
+	}
+}

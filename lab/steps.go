@@ -25,6 +25,9 @@ type StepResult struct {
 	Ops    uint64 `json:"ops"`    // of those, completed successfully
 	Errors uint64 `json:"errors"` // of those, failed (any kind)
 	Late   uint64 `json:"late"`   // of those, sent more than LateAfter after their intended time
+	// Dropped: requests of the step never sent, as they would have waited
+	// past the queue limit (--queue-limit) for their connection.
+	Dropped uint64 `json:"dropped"`
 
 	// Latency is from the intended send time to the last reply byte
 	// (coordinated omission corrected); Service from the actual send.
@@ -33,8 +36,10 @@ type StepResult struct {
 	Service *StepLatency `json:"service_us,omitempty"`
 }
 
-// StepLatency is a step's latency percentiles in microseconds, read from
-// the step's HDR histogram (3 significant figures).
+// StepLatency is a step's (or a size class's) latency percentiles in
+// microseconds, read from a 256-bucket log histogram (within ±5%, as a
+// second's p99): a worker keeps one per step and class without the
+// memory of an HDR histogram each.
 type StepLatency struct {
 	Count int64   `json:"count"`
 	P50   float64 `json:"p50"`

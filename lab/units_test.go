@@ -86,7 +86,7 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{func(w *Workload) { w.Connections = 0 }, "-c/--connections"},
 		{func(w *Workload) { w.Threads = w.Connections + 1 }, "-t/--threads"},
 		{func(w *Workload) { w.Keyspace = 1000; w.KeySize = 6 }, "--key-size"},
-		{func(w *Workload) { w.ValueSz = 10 }, "-s/--value-size"},
+		{func(w *Workload) { w.ValueSz = OneSize(10) }, "-s/--value-size"},
 		{func(w *Workload) { w.Pipeline = 0 }, "-P/--pipeline"},
 		{func(w *Workload) { w.Engine = "memtier" }, "--engine"},
 		{func(w *Workload) { w.Verify = "some" }, "--verify"},
@@ -110,7 +110,7 @@ func TestValidateNamesTheFlag(t *testing.T) {
 func TestArgsRoundTrip(t *testing.T) {
 	w := Workload{
 		Host: "198.18.0.1", Port: 6380, User: "bench", Connections: 32, Pipeline: 2, Threads: 16,
-		CPUList: CPUList{4, 5, 6, 7}, Keyspace: 500, KeySize: 16, ValueSz: 8 << 20,
+		CPUList: CPUList{4, 5, 6, 7}, Keyspace: 500, KeySize: 16, ValueSz: OneSize(8 << 20),
 		Ratio: Ratio{Gets: 90, Sets: 10}, KeyDist: KeyDist{Kind: KeyZipf, Alpha: 1.1}, Prefill: true,
 		Warmup: Duration(5 * time.Second), Duration: Duration(15 * time.Second), Verify: VerifyFull, Seed: 42,
 	}.Resolve()

@@ -58,6 +58,16 @@ func NewValueLayout(size int64, seed uint64) *ValueLayout {
 	return &ValueLayout{Size: size, Seed: seed, Body: b}
 }
 
+// Prefix is the layout of values of size bytes (at most l.Size) cut from
+// l's pattern: how a value-size mix makes every size from one pattern of
+// its largest size (the pattern depends on the size it was built for, so
+// the mix's layout is NewValueLayout(mix.Max(), seed)). The value's header
+// carries its own length, so a value verifies as its size and no other.
+// It returns a value, not a pointer: no allocation per request.
+func (l *ValueLayout) Prefix(size int64) ValueLayout {
+	return ValueLayout{Size: size, Seed: l.Seed, Body: l.Body[:size]}
+}
+
 // BodyRange is the [lo, hi) range of the value that is the shared pattern.
 func (l *ValueLayout) BodyRange() (lo, hi int64) {
 	if l.Size < MinVerifiableSize {

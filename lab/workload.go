@@ -25,7 +25,7 @@ type Workload struct {
 
 	Keyspace int      `json:"keyspace"`
 	KeySize  int      `json:"key_size"`
-	ValueSz  Size     `json:"value_size"`
+	ValueSz  SizeMix  `json:"value_size"` // one size, weighted sizes or a range
 	Ratio    Ratio    `json:"ratio"`
 	KeyDist  KeyDist  `json:"key_dist"`
 	Prefill  bool     `json:"prefill"`
@@ -36,7 +36,30 @@ type Workload struct {
 	Verify         Verify   `json:"verify"`
 	Seed           uint64   `json:"seed"`
 	Engine         string   `json:"engine"`
+
+	// Open loop and the collateral probe (issue 13). Every zero is closed
+	// loop as before, and is left out of the JSON, so records and cell
+	// hashes of closed-loop runs read as they always did.
+	Rate    Rate    `json:"rate,omitzero"`     // --rate: a constant offered rate
+	Ramp    Ramp    `json:"ramp,omitzero"`     // --ramp: steps of rising (or falling) rates
+	Arrival Arrival `json:"arrival,omitempty"` // constant or poisson; set when anything is paced
+	// QueueLimit is how long past its intended send time a request may
+	// wait for its connection; one that would wait longer is dropped and
+	// the record says the offered rate was not sustainable.
+	QueueLimit Duration `json:"queue_limit,omitempty"`
+	Probe      Probe    `json:"probe,omitzero"` // --probe SIZE@RATE
 }
+
+// DefaultQueueLimit is --queue-limit's default: a second of queue is far
+// past any latency a paced run is meant to show, and short enough that an
+// unsustainable rate is called out within a second of falling behind.
+const DefaultQueueLimit = time.Second
+
+// OpenLoop says whether the main load is paced (--rate or --ramp).
+func (w Workload) OpenLoop() bool { return !w.Rate.IsZero() || !w.Ramp.IsZero() }
+
+// Paced says whether anything is paced: the main load or the probe.
+func (w Workload) Paced() bool { return w.OpenLoop() || !w.Probe.IsZero() }
 
 // Defaults, chosen for large values. The request timeout must cover a 64 MiB
 // value on a slow shared link: 32 connections each moving 64 MiB over a
@@ -88,8 +111,8 @@ func (w Workload) Resolve() Workload {
 	if r.KeySize == 0 {
 		r.KeySize = DefaultKeySize
 	}
-	if r.ValueSz == 0 {
-		r.ValueSz = DefaultValueSize
+	if r.ValueSz.IsZero() {
+		r.ValueSz = OneSize(DefaultValueSize)
 	}
 	if r.Ratio == (Ratio{}) {
 		r.Ratio = Ratio{Gets: 100}
@@ -97,7 +120,7 @@ func (w Workload) Resolve() Workload {
 	if r.KeyDist.Kind == "" {
 		r.KeyDist.Kind = KeyUniform
 	}
-	if r.Duration == 0 {
+	if r.Duration == 0 && r.Ramp.IsZero() {
 		r.Duration = Duration(DefaultDuration)
 	}
 	if r.RequestTimeout == 0 {
@@ -108,6 +131,18 @@ func (w Workload) Resolve() Workload {
 	}
 	if r.Engine == "" {
 		r.Engine = EngineRaw
+	}
+	if r.Paced() {
+		if r.Arrival == "" {
+			r.Arrival = ArrivalConstant
+		}
+		if r.QueueLimit == 0 {
+			r.QueueLimit = Duration(DefaultQueueLimit)
+		}
+	}
+	if !r.Ramp.IsZero() && w.Duration == 0 {
+		// The ramp is the measured window.
+		r.Duration = Duration(r.Ramp.Length())
 	}
 	return r
 }

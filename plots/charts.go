@@ -97,32 +97,54 @@ const (
 	MetricP99            = sweeps.MetricP99
 	MetricP999           = sweeps.MetricP999
 	MetricServerCPUPerGB = sweeps.MetricServerCPUPerGB
+	MetricProbeP99       = sweeps.MetricProbeP99
+	MetricProbeAdded     = sweeps.MetricProbeAdded
 )
 
 // sizeMetrics are the value-size charts' and tables' metrics of a group, in
-// order: Gbps, the campaign's latency percentiles, and server CPU per GB
-// when any of the group's cells has server thread metrics.
+// order: Gbps, the campaign's latency percentiles, server CPU per GB when
+// any of the group's cells has server thread metrics, and the probe's p99
+// and added p99 when any has a probe (--probe).
 func sizeMetrics(c *Campaign, g *Group) []string {
 	ms := append([]string{MetricGbps}, c.percentiles()...)
-	for _, s := range g.Series {
-		for _, p := range s.Points {
-			if len(p.values(MetricServerCPUPerGB)) > 0 {
-				return append(ms, MetricServerCPUPerGB)
-			}
-		}
+	if groupHas(g, MetricServerCPUPerGB) {
+		ms = append(ms, MetricServerCPUPerGB)
+	}
+	if groupHas(g, MetricProbeP99) {
+		ms = append(ms, MetricProbeP99, MetricProbeAdded)
 	}
 	return ms
 }
 
+// groupHas says whether any point of g holds metric.
+func groupHas(g *Group, metric string) bool {
+	for _, s := range g.Series {
+		for _, p := range s.Points {
+			if len(p.values(metric)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Charts describes every chart of a campaign: per group Gbps, each latency
-// percentile and server CPU per GB vs value size, one soak chart pair per
-// soak record, one CPU chart per cell that has thread metrics.
+// percentile, server CPU per GB and the probe's p99 vs value size; p99 vs
+// offered load for paced cells (a ramp's steps, or listed rates), with
+// each version's knee; a mix's figures per size class; one soak chart pair
+// per soak record, one CPU chart per cell that has thread metrics.
 func Charts(c *Campaign) []*Chart {
 	var out []*Chart
 	for _, g := range c.Groups {
 		for _, m := range sizeMetrics(c, g) {
 			out = append(out, sizeChart(c, g, m))
 		}
+	}
+	for _, g := range loadGroups(c) {
+		out = append(out, loadChart(c, g))
+	}
+	for _, g := range mixGroups(c) {
+		out = append(out, mixCharts(c, g)...)
 	}
 	for _, s := range c.Soaks {
 		out = append(out, soakCharts(c, s)...)
@@ -148,10 +170,16 @@ func fileSafe(s string) string {
 func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	setup := c.Setup()
 	ch := &Chart{Kind: "size", Name: fileSafe(g.Name) + "-" + metric, XLabel: "value size (log2 scale)", Width: 8, Height: 5}
-	latency := sweeps.LatencyPercentile(metric) > 0
+	latency := isLatency(metric)
 	what := "bandwidth delivered"
 	ch.YLabel = "payload Gbps"
 	switch {
+	case metric == MetricProbeP99:
+		ch.Kind = "probe"
+		what, ch.YLabel = "probe p99 beside the load", "probe p99 under load"
+	case metric == MetricProbeAdded:
+		ch.Kind = "probe"
+		what, ch.YLabel = "probe p99 added by the load", "probe p99 under load minus alone"
 	case latency:
 		what = metric + " latency"
 		ch.YLabel = metric + " latency"
@@ -162,7 +190,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
 	ch.Caption = setup.Caption()
 	for _, s := range g.Sizes {
-		ch.XTicks = append(ch.XTicks, Tick{Value: log2(s), Label: sizeLabel(s)})
+		ch.XTicks = append(ch.XTicks, Tick{Value: log2(s), Label: g.SizeLabel(s)})
 	}
 	if n := len(ch.XTicks); n > 0 {
 		ch.XMin, ch.XMax = ch.XTicks[0].Value-0.4, ch.XTicks[n-1].Value+0.4
@@ -219,21 +247,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	for _, r := range ch.Refs {
 		hi = math.Max(hi, r.Y)
 	}
-	if latency && lo > 0 && hi/lo >= 10 {
-		ch.YLog = true
-		ch.YMin, ch.YMax = niceFloor(lo/1.5), hi*1.5
-		ch.YTicks = logTicks(ch.YMin, ch.YMax, tickLatency)
-	} else {
-		ch.YMin, ch.YMax = 0, hi*1.12
-		if ch.YMax <= 0 {
-			ch.YMax = 1
-		}
-		if latency {
-			ch.YTicks = linearTicks(0, ch.YMax, tickLatency)
-		} else {
-			ch.YTicks = linearTicks(0, ch.YMax, trimFloat)
-		}
-	}
+	yAxis(ch, lo, hi, latency)
 	floorY := ch.YMax * 0.025
 	if ch.YLog {
 		floorY = ch.YMin * math.Pow(ch.YMax/ch.YMin, 0.025)
@@ -244,6 +258,12 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	note := "Line: median over repetitions; band: min-max."
 	if c.Plan != nil && c.Plan.Campaign.Repetitions == 1 {
 		note = "Line: one repetition per point (no band)."
+	}
+	switch metric {
+	case MetricProbeP99:
+		note = "Probe: small GETs on connections of their own beside the main load (--probe), p99 from their intended send time. " + note
+	case MetricProbeAdded:
+		note = "Probe: its p99 under the main load minus its p99 alone (the warmup's first half); below zero is noise. " + note
 	}
 	kinds := map[MarkKind]bool{}
 	for _, m := range ch.Marks {
@@ -264,49 +284,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 
 func log2(s lab.Size) float64 { return math.Log2(float64(s)) }
 
-// niceFloor rounds down to 1, 2 or 5 times a power of ten.
-func niceFloor(v float64) float64 {
-	if v <= 0 {
-		return v
-	}
-	e := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{5, 2, 1} {
-		if m*e <= v {
-			return m * e
-		}
-	}
-	return e
-}
-
-// logTicks puts ticks at 1, 2 and 5 times powers of ten in [lo, hi].
-func logTicks(lo, hi float64, label func(float64) string) []Tick {
-	var ts []Tick
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
-		for _, m := range []float64{1, 2, 5} {
-			v := m * math.Pow(10, e)
-			if v >= lo*0.999 && v <= hi*1.001 {
-				ts = append(ts, Tick{Value: v, Label: label(v)})
-			}
-		}
-	}
-	return ts
-}
-
-// linearTicks puts about five ticks at a 1-2-5 step in [lo, hi].
-func linearTicks(lo, hi float64, label func(float64) string) []Tick {
-	step := niceFloor((hi - lo) / 5)
-	if step <= 0 {
-		return nil
-	}
-	var ts []Tick
-	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9 && len(ts) < 50; v += step {
-		l := label(v)
-		if v == 0 {
-			l = "0"
-		}
-		ts = append(ts, Tick{Value: v, Label: l})
-	}
-	return ts
+// isLatency says whether a metric is a latency in ms.
+func isLatency(metric string) bool {
+	return sweeps.LatencyPercentile(metric) > 0 || metric == MetricProbeP99 || metric == MetricProbeAdded
 }
 
 func versionColor(c *Campaign, segment string) int {

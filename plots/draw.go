@@ -248,6 +248,7 @@ var markLegend = []struct {
 	{MarkClientLimited, "client-limited"},
 	{MarkFailed, "failed (no value)"},
 	{MarkMissing, "not measured"},
+	{MarkKnee, "knee"},
 }
 
 func markGlyph(k MarkKind, col color.Color) draw.GlyphStyle {
@@ -256,6 +257,8 @@ func markGlyph(k MarkKind, col color.Color) draw.GlyphStyle {
 		return draw.GlyphStyle{Color: col, Radius: vg.Points(6.5), Shape: draw.RingGlyph{}}
 	case MarkFailed:
 		return draw.GlyphStyle{Color: col, Radius: vg.Points(5), Shape: draw.CrossGlyph{}}
+	case MarkKnee:
+		return draw.GlyphStyle{Color: col, Radius: vg.Points(7), Shape: draw.TriangleGlyph{}}
 	}
 	return draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.SquareGlyph{}}
 }

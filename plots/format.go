@@ -65,7 +65,11 @@ func formatFigure(metric string, v float64) string {
 		return formatGbps(v)
 	case metric == MetricServerCPUPerGB:
 		return formatCPUPerGB(v)
-	case sweeps.LatencyPercentile(metric) > 0:
+	case metric == MetricProbeAdded && v < 0:
+		return "−" + formatLatency(-v)
+	case metric == MetricProbeAdded:
+		return "+" + formatLatency(v)
+	case isLatency(metric):
 		return formatLatency(v)
 	}
 	return trimFloat(v)

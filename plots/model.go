@@ -72,6 +72,18 @@ type Group struct {
 	Op     string // the key's op segment
 	Sizes  []lab.Size
 	Series []*Series // in Campaign.Order; only versions the group has
+	// Mixes names the sizes that stand for a value-size mix (placed at
+	// its mean size): -s as given.
+	Mixes map[lab.Size]string
+}
+
+// SizeLabel is how a size of the group is written on axes and in tables:
+// 8 MiB, or a mix as -s takes it.
+func (g *Group) SizeLabel(s lab.Size) string {
+	if m, ok := g.Mixes[s]; ok {
+		return m
+	}
+	return sizeLabel(s)
 }
 
 // Series is one version's points in a group, aligned with Group.Sizes.
@@ -192,6 +204,7 @@ func readSoaks(dir string, problems []string) ([]*sweeps.SoakRecord, []string) {
 type cellRef struct {
 	version, key string
 	size         lab.Size
+	mix          string // -s of a mix; "" for one size
 	index        int
 }
 
@@ -204,12 +217,12 @@ func (c *Campaign) build() {
 			if pc.Version >= 0 && pc.Version < len(c.Plan.Versions) {
 				seg = c.Plan.Versions[pc.Version].Segment
 			}
-			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: pc.Workload.ValueSz, index: pc.Index}
+			refs[pc.ID] = cellRef{version: seg, key: pc.Key, size: plotSize(pc.Workload.ValueSz), mix: mixText(pc.Workload.ValueSz), index: pc.Index}
 			planned[[2]string{seg, pc.Key}]++
 		}
 	}
 	for _, r := range c.Run.Sorted() {
-		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: r.Workload.ValueSz, index: r.Index}
+		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: plotSize(r.Workload.ValueSz), mix: mixText(r.Workload.ValueSz), index: r.Index}
 	}
 	versions := map[string]bool{}
 	if c.Plan != nil {
@@ -237,6 +250,12 @@ func (c *Campaign) build() {
 		}
 		groupFirst[gname] = min(groupFirst[gname], ref.index)
 		sizes[gname][ref.size] = true
+		if ref.mix != "" {
+			if g.Mixes == nil {
+				g.Mixes = map[lab.Size]string{}
+			}
+			g.Mixes[ref.size] = ref.mix
+		}
 		k := gk{gname, ref.version}
 		if points[k] == nil {
 			points[k] = map[lab.Size]*Point{}
@@ -277,7 +296,7 @@ func (c *Campaign) build() {
 	}
 	for _, r := range c.Run.Sorted() {
 		_, gname := splitKey(r.Key)
-		p := points[gk{gname, r.Version.Segment}][r.Workload.ValueSz]
+		p := points[gk{gname, r.Version.Segment}][plotSize(r.Workload.ValueSz)]
 		if p == nil {
 			continue
 		}
@@ -417,153 +436,26 @@ func digitRun(s string) (string, string) {
 	return s[:i], s[i:]
 }
 
-// Setup is the measurement setup as the charts' captions state it.
-type Setup struct {
-	Hosts    string // server and client hosts
-	Tuning   string
-	Load     string // connections, pipeline, threads
-	Window   string // warmup and measured duration, repetitions
-	Server   string // server settings
-	Versions string
-}
-
-// Setup describes the campaign's setup from the environment record, the
-// plan and the cells' workloads.
-func (c *Campaign) Setup() Setup {
-	var s Setup
-	if c.Run.Env != nil && len(c.Run.Env.Hosts) > 0 {
-		var hs []string
-		for _, h := range c.Run.Env.Hosts {
-			d := h.Role + " " + h.Hostname
-			var facts []string
-			if h.CPUModel != "" {
-				facts = append(facts, h.CPUModel)
-			}
-			if h.CPUs > 0 {
-				facts = append(facts, fmt.Sprintf("%d CPUs", h.CPUs))
-			}
-			if h.Kernel != "" {
-				facts = append(facts, "Linux "+h.Kernel)
-			}
-			if nic := nicOf(h); nic != "" {
-				facts = append(facts, nic)
-			}
-			if len(facts) > 0 {
-				d += " (" + strings.Join(facts, ", ") + ")"
-			}
-			hs = append(hs, d)
-		}
-		s.Hosts = strings.Join(hs, "; ")
-	} else {
-		s.Hosts = "hosts not recorded (no env.json)"
-	}
-	switch {
-	case c.Run.Env != nil && c.Run.Env.TuningProfile != "":
-		s.Tuning = "tuning profile " + c.Run.Env.TuningProfile
-	case c.Plan != nil && c.Plan.Campaign.Tuning != "":
-		s.Tuning = "tuning profile " + c.Plan.Campaign.Tuning
-	case c.Run.Env != nil && len(c.Run.Env.Tuning) > 0 && string(c.Run.Env.Tuning) != "null":
-		s.Tuning = "tuning snapshot recorded"
-	default:
-		s.Tuning = "no tuning"
-	}
-	drifted := 0
-	for _, r := range c.Run.Cells {
-		if r.Tuning != nil && r.Tuning.Drifts > 0 {
-			drifted++
-		}
-	}
-	if drifted > 0 {
-		s.Tuning += fmt.Sprintf(" (%d cell%s measured with the hosts drifted from it)", drifted, plural(drifted))
-	}
-	conns, pipes, threads, warm, dur := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, w := range c.workloads() {
-		conns[fmt.Sprint(w.Connections)] = true
-		pipes[fmt.Sprint(w.Pipeline)] = true
-		if w.Threads > 0 {
-			threads[fmt.Sprint(w.Threads)] = true
-		}
-		warm[w.Warmup.String()] = true
-		dur[w.Duration.String()] = true
-	}
-	s.Load = fmt.Sprintf("%s connections, pipeline %s", joinSet(conns), joinSet(pipes))
-	if len(threads) > 0 {
-		s.Load += fmt.Sprintf(", %s client threads", joinSet(threads))
-	}
-	s.Window = fmt.Sprintf("%s warmup + %s measured", joinSet(warm), joinSet(dur))
-	if c.Plan != nil && c.Plan.Campaign.Repetitions > 0 {
-		s.Window += fmt.Sprintf(", %d repetition%s", c.Plan.Campaign.Repetitions, plural(c.Plan.Campaign.Repetitions))
-	}
-	if c.Plan != nil {
-		sv := c.Plan.Campaign.Server
-		var parts []string
-		if sv.IOThreads > 0 {
-			parts = append(parts, fmt.Sprintf("io-threads %d", sv.IOThreads))
-		}
-		if len(sv.CPUs) > 0 {
-			parts = append(parts, "pinned to CPUs "+sv.CPUs.String())
-		}
-		if sv.MaxMemory != "" {
-			parts = append(parts, "maxmemory "+sv.MaxMemory)
-		}
-		s.Server = strings.Join(parts, ", ")
-	}
-	s.Versions = strings.Join(c.Versions, ", ")
-	return s
-}
-
-// Caption is the setup in two short lines for charts.
-func (s Setup) Caption() []string {
-	l2 := s.Load + "; " + s.Window
-	if s.Server != "" {
-		l2 += "; server " + s.Server
-	}
-	return []string{s.Hosts + "; " + s.Tuning, l2}
-}
-
-func nicOf(h sweeps.HostFacts) string {
-	for _, n := range h.NICs {
-		if n.Name == "lo" || n.Driver == "" {
-			continue
-		}
-		d := n.Name + " " + n.Driver
-		if n.SpeedMbps != nil {
-			d += fmt.Sprintf(" %g Gbps", float64(*n.SpeedMbps)/1000)
-		}
-		return d
-	}
-	return ""
-}
-
-func (c *Campaign) workloads() []lab.Workload {
-	var out []lab.Workload
-	if c.Plan != nil {
-		for _, pc := range c.Plan.Cells {
-			out = append(out, pc.Workload)
-		}
-		return out
-	}
-	for _, r := range c.Run.Sorted() {
-		out = append(out, r.Workload)
-	}
-	return out
-}
-
-func joinSet(m map[string]bool) string {
-	if len(m) == 0 {
-		return "?"
-	}
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return naturalLess(ks[i], ks[j]) })
-	return strings.Join(ks, "/")
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""
 	}
 	return "s"
+}
+
+// mixText is -s of a mix, "" for one size.
+func mixText(m lab.SizeMix) string {
+	if _, one := m.Single(); one {
+		return ""
+	}
+	return m.String()
+}
+
+// plotSize is where a cell sits on a value-size axis: its size, or for a
+// mix of sizes its mean (a mix's own sizes have the per-size charts).
+func plotSize(m lab.SizeMix) lab.Size {
+	if s, one := m.Single(); one {
+		return s
+	}
+	return lab.Size(m.Mean())
 }

@@ -21,7 +21,8 @@ const TablesFile = "tables.md"
 type Options struct {
 	Out     string   // output directory; default RUNDIR/charts
 	Formats []string // png, svg; default both
-	// Kinds limits the charts to these kinds (size, soak, cpu); default all.
+	// Kinds limits the charts to these kinds (size, probe, load, mix,
+	// soak, cpu); default all.
 	Kinds []string
 }
 

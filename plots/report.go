@@ -29,7 +29,8 @@ const CPUChartDPI = 72
 type ReportOptions struct {
 	// Now stamps the report; zero means time.Now. Tests fix it.
 	Now time.Time
-	// Kinds limits the charts to these kinds (size, soak, cpu); default all.
+	// Kinds limits the charts to these kinds (size, probe, load, mix,
+	// soak, cpu); default all.
 	Kinds []string
 }
 
@@ -149,7 +150,7 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 			Img: template.HTML(fmt.Sprintf(`<img src="data:image/png;base64,%s" alt="%s" width="%d">`,
 				base64.StdEncoding.EncodeToString(png), html.EscapeString(ch.Title), width))}
 		switch ch.Kind {
-		case "size":
+		case "size", "probe", "load", "mix":
 			d.Size = append(d.Size, f)
 		case "soak":
 			d.Soak = append(d.Soak, f)

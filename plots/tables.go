@@ -91,7 +91,7 @@ func Tables(c *Campaign) *TableSet {
 				t.Columns = append(t.Columns, s.Version)
 			}
 			for i, size := range g.Sizes {
-				row := TableRow{Label: sizeLabel(size)}
+				row := TableRow{Label: g.SizeLabel(size)}
 				for _, s := range g.Series {
 					p := s.Points[i]
 					var cell string
@@ -123,6 +123,8 @@ func Tables(c *Campaign) *TableSet {
 		}
 		ts.Groups = append(ts.Groups, tg)
 	}
+	ts.Groups = append(ts.Groups, loadTables(c)...)
+	ts.Groups = append(ts.Groups, mixTables(c)...)
 	ts.Notes = append(ts.Notes, "Each figure is the median over the cell's repetitions; Gbps count value bytes delivered (payload).")
 	if ts.Baseline != "" && len(marks) > 0 {
 		note := fmt.Sprintf("Marks compare each version with %s (Welch's t-test, alpha %g): *** p<0.001, ** p<0.01, * p<%g, ns not significant.", ts.Baseline, ts.Alpha, ts.Alpha)
@@ -152,6 +154,10 @@ func tableHeading(metric string) string {
 		return "bandwidth delivered, Gbps"
 	case metric == MetricServerCPUPerGB:
 		return "server CPU per GB moved, CPU-seconds"
+	case metric == MetricProbeP99:
+		return "probe p99 beside the load"
+	case metric == MetricProbeAdded:
+		return "probe p99 added by the load (under load minus alone)"
 	}
 	return "latency, " + metric
 }

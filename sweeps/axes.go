@@ -69,10 +69,10 @@ var axisDefs = []axisDef{
 		format:  func(v any) string { return v.(lab.Ratio).String() },
 		segment: func(v any) string { return opSegment(v.(lab.Ratio)) }},
 	{name: "value-size",
-		parse:   func(n *yaml.Node) (any, error) { return lab.ParseSize(n.Value) },
-		apply:   func(w *lab.Workload, v any) { w.ValueSz = v.(lab.Size) },
-		format:  func(v any) string { return v.(lab.Size).String() },
-		segment: func(v any) string { return v.(lab.Size).String() }},
+		parse:   func(n *yaml.Node) (any, error) { return lab.ParseSizeMix(n.Value) },
+		apply:   func(w *lab.Workload, v any) { w.ValueSz = v.(lab.SizeMix) },
+		format:  func(v any) string { return v.(lab.SizeMix).String() },
+		segment: func(v any) string { return SizeSegment(v.(lab.SizeMix)) }},
 	intAxis("connections", "c", func(w *lab.Workload, v int) { w.Connections = v }),
 	intAxis("pipeline", "P", func(w *lab.Workload, v int) { w.Pipeline = v }),
 	intAxis("threads", "t", func(w *lab.Workload, v int) { w.Threads = v }),
@@ -135,6 +135,36 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.Engine = v.(string) },
 		format:  func(v any) string { return v.(string) },
 		segment: func(v any) string { return v.(string) }},
+	// Open loop (issue 13), after every older axis so the cell IDs of
+	// campaigns without them stay as they were. A list of rates is a
+	// load axis.
+	{name: "rate",
+		parse:   func(n *yaml.Node) (any, error) { return lab.ParseRate(n.Value) },
+		apply:   func(w *lab.Workload, v any) { w.Rate = v.(lab.Rate) },
+		format:  func(v any) string { return v.(lab.Rate).String() },
+		segment: func(v any) string { return "rate" + v.(lab.Rate).String() }},
+	{name: "ramp",
+		parse:   func(n *yaml.Node) (any, error) { return lab.ParseRamp(n.Value) },
+		apply:   func(w *lab.Workload, v any) { w.Ramp = v.(lab.Ramp) },
+		format:  func(v any) string { return v.(lab.Ramp).String() },
+		segment: func(v any) string { return "ramp" + strings.ReplaceAll(v.(lab.Ramp).String(), ":", "-") }},
+	{name: "arrival",
+		parse:   func(n *yaml.Node) (any, error) { return lab.ParseArrival(n.Value) },
+		apply:   func(w *lab.Workload, v any) { w.Arrival = v.(lab.Arrival) },
+		format:  func(v any) string { return string(v.(lab.Arrival)) },
+		segment: func(v any) string { return string(v.(lab.Arrival)) }},
+	durAxis("queue-limit", "ql", func(w *lab.Workload, v lab.Duration) { w.QueueLimit = v }),
+	{name: "probe",
+		parse:   func(n *yaml.Node) (any, error) { return lab.ParseProbe(n.Value) },
+		apply:   func(w *lab.Workload, v any) { w.Probe = v.(lab.Probe) },
+		format:  func(v any) string { return v.(lab.Probe).String() },
+		segment: func(v any) string { return "probe" + v.(lab.Probe).String() }},
+}
+
+// SizeSegment names a value size in cell IDs: one size as it always was
+// (16MiB), weighted sizes as 1MiBw60+16MiBw30, a range as 1MiB-64MiB.
+func SizeSegment(m lab.SizeMix) string {
+	return strings.NewReplacer(":", "w", ",", "+").Replace(m.String())
 }
 
 var axisByName = func() map[string]axisDef {

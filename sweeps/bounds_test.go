@@ -68,7 +68,7 @@ func TestLoadCampaignRefusesEndlessFiles(t *testing.T) {
 // summed, and must read as huge, never negative.
 func TestEstimateSaturates(t *testing.T) {
 	e := EstimateParams{PrefillRate: MinPrefillRate}
-	w := lab.Workload{Prefill: true, Keyspace: lab.MaxKeyspace, ValueSz: lab.MaxValueSize, Duration: lab.Duration(lab.MaxDuration)}
+	w := lab.Workload{Prefill: true, Keyspace: lab.MaxKeyspace, ValueSz: lab.OneSize(lab.MaxValueSize), Duration: lab.Duration(lab.MaxDuration)}
 	if one := e.cell(w); one < 100*365*24*time.Hour {
 		t.Errorf("one cell: %s, want more than a century", one)
 	}

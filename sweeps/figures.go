@@ -16,6 +16,11 @@ const (
 	// thread) over the measured window per GB of payload moved: what a
 	// version spends on a gigabyte. Lower is better.
 	MetricServerCPUPerGB = "server-cpu-per-gb"
+	// The collateral probe's (--probe) p99 in ms beside the main load, and
+	// what the load added to it (p99 under load minus p99 alone; noise can
+	// make it negative). Lower is better.
+	MetricProbeP99   = "probe-p99"
+	MetricProbeAdded = "probe-added-p99"
 )
 
 // MetricInfo says what a metric measures.
@@ -33,6 +38,8 @@ var Metrics = []MetricInfo{
 	{MetricP99, "p99 ms", false},
 	{MetricP999, "p99.9 ms", false},
 	{MetricServerCPUPerGB, "server CPU-s per GB", false},
+	{MetricProbeP99, "probe p99 ms", false},
+	{MetricProbeAdded, "probe p99 added ms", false},
 }
 
 // MetricByName finds a metric.
@@ -97,6 +104,17 @@ func CellFigure(r *CellRecord, metric string) (v float64, ok bool) {
 			return 0, false
 		}
 		return cpu / (float64(payload) / 1e9), true
+	case MetricProbeP99, MetricProbeAdded:
+		p := r.Result.Probe
+		switch {
+		case p == nil || p.Latency.Count == 0:
+			return 0, false
+		case metric == MetricProbeP99:
+			return p.Latency.P99 / 1000, true
+		case p.Idle.Count == 0:
+			return 0, false
+		}
+		return p.AddedP99 / 1000, true
 	}
 	q := LatencyPercentile(metric)
 	if q == 0 {

@@ -30,6 +30,11 @@ func TestCellFigure(t *testing.T) {
 	}}, Host: &hostmetrics.Window{Seconds: 10, Server: &hostmetrics.ProcWindow{Threads: []hostmetrics.ThreadBusy{{Busy: 0.9}, {Busy: 0.3}, {Busy: 0.05}}}}}
 	noHost := &CellRecord{Status: StatusDone, Result: full.Result}
 	idle := &CellRecord{Status: StatusDone, Result: &lab.Result{Ops: map[lab.Op]*lab.OpResult{lab.OpGet: {}}}, Host: full.Host}
+	probe := func(alone, load float64, n int64) *CellRecord {
+		return &CellRecord{Status: StatusDone, Result: &lab.Result{Ops: full.Result.Ops, Probe: &lab.ProbeResult{
+			Idle: lab.LatencySummary{Count: n, P99: alone}, Latency: lab.LatencySummary{Count: n, P99: load}, AddedP99: load - alone}}}
+	}
+	probed, probedIdle, probeNone := probe(400, 6500, 100), probe(600, 400, 100), probe(0, 0, 0)
 	for _, tc := range []struct {
 		rec    *CellRecord
 		metric string
@@ -47,12 +52,18 @@ func TestCellFigure(t *testing.T) {
 		{idle, MetricGbps, 0},                    // a measured zero
 		{&CellRecord{Status: StatusFailed}, MetricGbps, math.NaN()},
 		{full, "speed", math.NaN()},
+		{probed, MetricProbeP99, 6.5},        // under load, ms
+		{probed, MetricProbeAdded, 6.1},      // under load minus alone
+		{probedIdle, MetricProbeAdded, -0.2}, // can be below zero: noise
+		{full, MetricProbeP99, math.NaN()},   // no probe
+		{probeNone, MetricProbeP99, math.NaN()},
+		{probeNone, MetricProbeAdded, math.NaN()},
 	} {
 		got, ok := CellFigure(tc.rec, tc.metric)
 		switch {
 		case math.IsNaN(tc.want) && ok:
 			t.Errorf("%s: %g, want none", tc.metric, got)
-		case !math.IsNaN(tc.want) && (!ok || math.Abs(got-tc.want) > tc.want*0.001+1e-9):
+		case !math.IsNaN(tc.want) && (!ok || math.Abs(got-tc.want) > math.Abs(tc.want)*0.001+1e-9):
 			t.Errorf("%s: %g (ok %v), want %g", tc.metric, got, ok, tc.want)
 		}
 	}
@@ -70,7 +81,7 @@ func TestCompareCountsUnmeasured(t *testing.T) {
 	if a := c.Rows[0].A; a.Unmeasured != 2 || a.Stats.N != 0 || c.Rows[0].Mark != "n/a" {
 		t.Errorf("side without host metrics: %+v mark %s", a, c.Rows[0].Mark)
 	}
-	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "p50"}); err == nil || err.Error() != `metric "p50": use gbps, ops, p95, p99, p99.9 or server-cpu-per-gb` {
+	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "p50"}); err == nil || err.Error() != `metric "p50": use gbps, ops, p95, p99, p99.9, server-cpu-per-gb, probe-p99 or probe-added-p99` {
 		t.Errorf("unknown metric: %v", err)
 	}
 }

@@ -140,7 +140,7 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 			wc.segs = append([]string{opSegment(r.Ratio)}, wc.segs...)
 		}
 		if _, ok := axes["value-size"]; !ok {
-			wc.segs = append(wc.segs[:1], append([]string{r.ValueSz.String()}, wc.segs[1:]...)...)
+			wc.segs = append(wc.segs[:1], append([]string{SizeSegment(r.ValueSz)}, wc.segs[1:]...)...)
 		}
 		threads := wc.w.Threads
 		wc.w = r
@@ -324,7 +324,7 @@ func (e EstimateParams) prefill(w lab.Workload) time.Duration {
 	if !w.Prefill || e.PrefillRate <= 0 {
 		return 0
 	}
-	secs := float64(w.Keyspace) * float64(w.ValueSz) / float64(e.PrefillRate)
+	secs := lab.PrefillBytes(w) / float64(e.PrefillRate)
 	if secs >= math.MaxInt64/float64(time.Second) {
 		return math.MaxInt64
 	}

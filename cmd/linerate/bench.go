@@ -39,6 +39,24 @@ Examples:
   # the client's own ceiling: run against the built-in sink
   linerate sink -p 7000 -s 8MiB &  linerate bench -p 7000 -s 8MiB --prefill=false
 
+Open loop: --rate sends on a schedule whatever the replies do; a request
+whose connection is busy waits in that connection's queue, and its latency
+runs from when the schedule meant to send it (service time, from the real
+send, is recorded beside it). One past --queue-limit is dropped and the run
+is called not sustainable.
+  # 300 GETs/s of 1 MiB, or 2 Gbit/s of payload, spread as poisson arrivals:
+  linerate bench -s 1MiB --prefill --rate 300 -d 30s
+  linerate bench -s 1MiB --prefill --rate 2Gbps --arrival poisson -d 30s
+  # where does the server stop keeping up: 8 steps of 10 s, 50 to 800/s,
+  # each step's figures and the knee in one record (the steps are the window):
+  linerate bench -s 1MiB --prefill --ramp 50:800:8:10s
+  # a mix of sizes (weights), or a log-uniform range; per-size results:
+  linerate bench -s 1MiB:60,16MiB:30,64MiB:10 --prefill -d 20s
+  linerate bench -s 1MiB-64MiB --prefill -d 20s
+  # what 64 MiB GETs cost 100-byte GETs beside them: the probe's p99 under
+  # load minus its p99 alone (the warmup's first half):
+  linerate bench -s 64MiB --prefill --probe 100B@200 --warmup 4s -d 20s
+
 Exit codes: 0 completed; 1 completed with failed requests; 2 bad flags;
 3 setup failed (connect, auth, prefill); 4 server lost mid-run; 130 interrupted.
 The JSON record (--json) is written in every case that got past the flags.
@@ -73,6 +91,7 @@ func runBench(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
 		return lab.ExitUsage
 	}
+	lab.FinishFlags(fs, &w)
 	// A zero typed on the command line is a mistake, not "the default".
 	for _, name := range []string{"value-size", "duration", "connections", "pipeline", "threads", "keyspace", "key-size", "request-timeout"} {
 		if f := fs.Lookup(name); fs.Changed(name) && (f.Value.String() == "0" || f.Value.String() == "0s" || f.Value.String() == "0B") {

@@ -58,7 +58,7 @@ func TestRecordsWithNullFigures(t *testing.T) {
 	idx := 0
 	for _, v := range []string{"valkey-8.1.8", "valkey-9.1.0"} {
 		for rep := 1; rep <= 3; rep++ {
-			w := lab.Workload{Ratio: lab.Ratio{Gets: 100}, ValueSz: 8 << 20, Duration: lab.Duration(time.Second)}
+			w := lab.Workload{Ratio: lab.Ratio{Gets: 100}, ValueSz: lab.OneSize(8 << 20), Duration: lab.Duration(time.Second)}
 			g := 30.0 + float64(rep) + 150*float64(idx/3)
 			res := &lab.Result{Schema: lab.SchemaVersion, Workload: w, Stop: lab.Stop{Reason: lab.StopCompleted},
 				Ops: map[lab.Op]*lab.OpResult{lab.OpGet: {Ops: 100, Gbps: g, Latency: lab.LatencySummary{P99: 1500}}}}

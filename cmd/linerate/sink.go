@@ -23,9 +23,18 @@ the key (valid for --verify), SET payloads are dropped in the kernel. A bench
 run against the sink measures the client's own ceiling on this host pair;
 pass its JSON to 'linerate bench --ceiling' to judge later runs.
 
-Example:
+Give it the bench's -s, -n, --seed and --probe, so it serves every key at
+the size the bench expects. --delay makes it a slow server: every reply
+waits, and a connection's requests queue behind one another.
+
+Examples:
   linerate sink -p 7000 -s 8MiB &
   linerate bench -p 7000 -s 8MiB -c 8 -d 10s --json ceiling.json
+  # a mix of sizes and a probe, served as the bench will ask for them:
+  linerate sink -p 7000 -s 1MiB:60,16MiB:40 --probe 100B@200 &
+  # a server that takes 5 ms per request, to see open-loop queueing:
+  linerate sink -p 7000 -s 4KiB --delay 5ms &
+  linerate bench -p 7000 -s 4KiB -c 1 --rate 300 --prefill=false
 
 Flags:
 `
@@ -34,10 +43,13 @@ func runSink(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("sink", pflag.ContinueOnError)
 	bind := fs.StringP("bind", "b", "127.0.0.1", "address to listen on")
 	port := fs.IntP("port", "p", 7000, "port to listen on")
-	size := lab.DefaultValueSize
-	fs.VarP(&size, "value-size", "s", "size of the value GET returns: "+lab.SizeForms)
-	keyspace := fs.IntP("keyspace", "n", lab.DefaultKeyspace, "what DBSIZE reports")
-	seed := fs.Uint64("seed", 1, "value pattern seed; must match the bench's --seed for --verify")
+	size := lab.OneSize(lab.DefaultValueSize)
+	fs.VarP(&size, "value-size", "s", "size of the value GET returns, the bench's -s: "+lab.SizeMixForms)
+	keyspace := fs.IntP("keyspace", "n", lab.DefaultKeyspace, "what DBSIZE reports (the probe's keys come after)")
+	seed := fs.Uint64("seed", 1, "value pattern seed; must match the bench's --seed for --verify (and for a mix, each key's size)")
+	var probe lab.Probe
+	fs.Var(&probe, "probe", "the bench's --probe: its keys are served at its size (its rate is the bench's business)")
+	delay := fs.Duration("delay", 0, fmt.Sprintf("hold every reply back this long (0-%s): a slow server", sink.MaxDelay))
 	fs.Usage = func() { fmt.Fprint(os.Stderr, sinkUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -48,8 +60,8 @@ func runSink(ctx context.Context, args []string) int {
 	}
 	// The value is built whole before listening: bound it as bench does.
 	switch {
-	case size < 1 || size > lab.MaxValueSize:
-		fmt.Fprintf(os.Stderr, "linerate sink: -s/--value-size %s: use 1B to %s\n", size, lab.MaxValueSize)
+	case *delay < 0 || *delay > sink.MaxDelay:
+		fmt.Fprintf(os.Stderr, "linerate sink: --delay %s: use 0s to %s\n", *delay, sink.MaxDelay)
 		return lab.ExitUsage
 	case *keyspace < 1 || *keyspace > lab.MaxKeyspace:
 		fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, lab.MaxKeyspace)
@@ -64,7 +76,8 @@ func runSink(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate sink: listen on %s: %v\n", addr, err)
 		return lab.ExitSetupFailed
 	}
-	s := &sink.Server{Layout: lab.NewValueLayout(int64(size), *seed), Keyspace: *keyspace}
+	s := sink.New(size, *seed, *keyspace, probe.Size)
+	s.Delay = *delay
 	fmt.Fprintf(os.Stderr, "linerate sink: serving %s values on %s (Ctrl-C stops)\n", size, l.Addr())
 	if err := s.Serve(ctx, l); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sink: %v\n", err)

@@ -19,6 +19,7 @@ type chooser struct {
 	keyspace   int
 	sequential bool
 
+	base   uint32 // added to every key: the probe's keys follow the keyspace
 	start  uint32 // the unit's first key in sequential order
 	seq    uint32 // the next key in sequential order (or of the prefill)
 	lo, hi uint32 // the unit's share of the keyspace, to prefill
@@ -45,6 +46,16 @@ func newChooser(w *lab.Workload, index, units int) chooser {
 	return c
 }
 
+// newProbeChooser is probe connection index's chooser: uniform GETs of
+// the probe's keys, which follow the keyspace (lab.ProbeKeys of them).
+func newProbeChooser(w *lab.Workload, index int) chooser {
+	pw := lab.Workload{Keyspace: lab.ProbeKeys, Ratio: lab.Ratio{Gets: 1}, Seed: w.Seed ^ probeSeed,
+		KeyDist: lab.KeyDist{Kind: lab.KeyUniform}}
+	c := newChooser(&pw, index, lab.ProbeConnections)
+	c.base = uint32(w.Keyspace)
+	return c
+}
+
 // next is the next request: in the prefill, a SET of the next key of the
 // unit's share; otherwise an op drawn from the ratio and a key from the
 // distribution, the op first.
@@ -62,7 +73,7 @@ func (c *chooser) next(prefill bool) (op int, key uint32) {
 	default:
 		key = uint32(c.rng.Intn(c.keyspace))
 	}
-	return op, key
+	return op, c.base + key
 }
 
 // startPrefill points the chooser at the unit's share of the keyspace.

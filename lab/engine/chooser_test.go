@@ -77,7 +77,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 			for i, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 				p, seen := recordingPeer(t, layout)
 				w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: tc.conns, Pipeline: 1, Threads: 1,
-					Keyspace: tc.keyspace, ValueSz: lab.Size(layout.Size), Seed: layout.Seed, Ratio: tc.ratio, KeyDist: tc.dist,
+					Keyspace: tc.keyspace, ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Ratio: tc.ratio, KeyDist: tc.dist,
 					Prefill: tc.prefill, Duration: lab.Duration(300 * time.Millisecond), RequestTimeout: lab.Duration(2 * time.Second),
 					Engine: name}.Resolve()
 				if err := w.Validate(); err != nil {

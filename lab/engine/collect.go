@@ -92,14 +92,7 @@ func (e *engine) collect(res *lab.Result) {
 			if total == 0 {
 				continue
 			}
-			target := (total*99 + 99) / 100 // the rank of the 99th percentile, rounded up
-			var cum uint64
-			for b, n := range counts {
-				if cum += n; cum >= target {
-					series[i].P99 = math.Round(lab.LatBucketValue(b))
-					break
-				}
-			}
+			series[i].P99 = bucketQuantile(counts, total, 99)
 			var err error
 			if series[i].Histogram, err = lab.EncodeSecond(secHist, counts); err != nil {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s second %d: %v", op, i, err))
@@ -124,6 +117,20 @@ func (e *engine) collect(res *lab.Result) {
 		if or.Latency, err = lab.Summarize(lat); err != nil {
 			res.Notes = append(res.Notes, err.Error())
 		}
+		if w.OpenLoop() {
+			svc := lab.NewHistogram()
+			for _, wk := range e.workers {
+				if h := wk.open.service[opi]; h != nil {
+					svc.Merge(h)
+				}
+			}
+			s, err := lab.Summarize(svc)
+			if err != nil {
+				res.Notes = append(res.Notes, err.Error())
+			}
+			or.Service = &s
+		}
+		or.Sizes = e.collectSizes(opi, window)
 		if op == lab.OpGet && e.loop == nil { // valkey-go does not show the first reply byte
 			s, err := lab.Summarize(ttfb)
 			if err != nil {
@@ -195,6 +202,9 @@ func (e *engine) collect(res *lab.Result) {
 			// per-worker CPU to report, so none is (absent, not zero).
 			break
 		}
+		if wk.probe {
+			continue // not one of -t: its CPU is in the process's
+		}
 		u := wk.usageEnd.sub(wk.usageStart)
 		wu := lab.WorkerUsage{Worker: wk.id, Connections: len(wk.conns), UserSec: round3(u.user.Seconds()),
 			SysSec: round3(u.sys.Seconds()), MinorFaults: u.minflt}
@@ -210,6 +220,7 @@ func (e *engine) collect(res *lab.Result) {
 	}
 	res.Client = cu
 	res.Notes = append(res.Notes, cu.Notes()...)
+	e.collectOpen(res, window)
 	if e.loop != nil {
 		res.Notes = append(res.Notes, "valkey-go engine: no per-worker CPU or TTFB; a client limit cannot be told from this record (use the raw engine)")
 	}

@@ -21,9 +21,17 @@ const (
 // rconn is one connection's state machine.
 type rconn struct {
 	fd    int
-	index int
+	index int // among all connections, for SET generations
+	unit  int // among the main connections, or the probe's
+	probe bool
 	wk    *worker
 	ch    chooser
+	pacing
+
+	// pattern is the value pattern (of the one size, or of a mix's largest
+	// size); mix gives each key its size, nil when every key has one.
+	pattern *lab.ValueLayout
+	mix     *lab.SizeMix
 
 	gen uint64
 
@@ -88,7 +96,7 @@ func (c *rconn) close() {
 func (c *rconn) reconnect() {
 	c.close()
 	c.rlo, c.rhi, c.st, c.replyIn = 0, 0, stHeader, 0
-	if !c.wk.issuing(c.wk.now()) {
+	if !c.wk.issuing(c.wk.now()) || c.stopped {
 		c.dead = true
 		c.wk.dead++
 		return

@@ -14,14 +14,20 @@ import (
 // engine is the raw engine's coordinator: it owns the workers.
 type engine struct {
 	w       lab.Workload
-	layout  *lab.ValueLayout
+	layout  *lab.ValueLayout // the pattern of the largest value size
+	mix     *lab.SizeMix     // each key's size; nil when all have one
 	workers []*worker
 	stop    atomic.Bool
 	sched   *schedule
 	loop    func(*worker) // nil: the raw engine's epoll loop
-	// pacers makes each worker's pacer for the run (warmup, window, drain);
-	// nil: closed loop. The prefill is always closed loop.
-	pacers func(worker int) pace.Pacer
+	// pacers makes each issuing unit's pacer for the run (warmup, window,
+	// drain): a main-load connection of the raw engine, a valkey-go
+	// worker; nil: closed loop. probePacers is the probe connections'.
+	// The prefill is always closed loop. (openloop.go builds both.)
+	pacers      func(unit int) pace.Pacer
+	probePacers func(unit int) pace.Pacer
+	// probeLayout is the probe's values; nil without --probe.
+	probeLayout *lab.ValueLayout
 	// choosers are the issuing units' op/key choosers, to move them
 	// between the prefill and the run.
 	choosers []*chooser
@@ -39,7 +45,7 @@ type engine struct {
 // newWorker makes a worker's recording state; the pages of its histograms
 // are faulted in here, before anything is measured.
 func (e *engine) newWorker(i int) *worker {
-	wk := &worker{id: i, cpu: -1, w: &e.w, layout: e.layout, stop: &e.stop, addr: e.w.Addr(), epfd: -1}
+	wk := &worker{id: i, cpu: -1, w: &e.w, layout: e.layout, mix: e.mix, stop: &e.stop, addr: e.w.Addr(), epfd: -1}
 	if len(e.w.CPUList) > 0 {
 		wk.cpu = e.w.CPUList[i%len(e.w.CPUList)]
 	}
@@ -89,9 +95,16 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 	}
 	for _, wk := range e.workers {
 		wk.sched = sched
-		wk.pacer, wk.sent, wk.dueAt, wk.paceStopped = pace.Pacer(pace.ClosedLoop{}), 0, 0, false
-		if e.pacers != nil && !sched.prefillMode {
-			wk.pacer = e.pacers(wk.id)
+		wk.paced = false
+		for _, c := range wk.conns {
+			pc := e.pacerOf(c.unit, c.probe, sched.prefillMode)
+			c.reset(pc, e.w.QueueLimit.D(), c.probe)
+			// Only a pacer that can wait needs the loop to wake for it.
+			_, closed := pc.(pace.ClosedLoop)
+			wk.paced = wk.paced || !closed
+		}
+		if wk.vk != nil {
+			wk.vk.reset(e.pacerOf(wk.id, false, sched.prefillMode), e.w.QueueLimit.D(), false)
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(wk) }()
@@ -115,6 +128,19 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 			}
 		}
 	}
+}
+
+// pacerOf is a unit's pacer for a stage.
+func (e *engine) pacerOf(unit int, probe, prefill bool) pace.Pacer {
+	switch {
+	case prefill:
+		return pace.ClosedLoop{}
+	case probe && e.probePacers != nil:
+		return e.probePacers(unit)
+	case !probe && e.pacers != nil:
+		return e.pacers(unit)
+	}
+	return pace.ClosedLoop{}
 }
 
 // tickLive hands the running totals to Options.Live.

@@ -52,7 +52,7 @@ func TestPrefillThatCannotFitIsRefusedBeforeWriting(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := labtest.StartRedis(t, tc.server...)
 			w := shortWorkload(srv.Port)
-			w.Prefill, w.Keyspace, w.ValueSz = true, tc.keys, tc.size
+			w.Prefill, w.Keyspace, w.ValueSz = true, tc.keys, lab.OneSize(tc.size)
 			res, err := engine.Run(context.Background(), w, engine.Options{})
 			if !tc.refused {
 				if err != nil {

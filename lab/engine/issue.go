@@ -9,6 +9,22 @@ import (
 	"github.com/linerate/linerate/lab/internal/rawsock"
 )
 
+// sizeFor is key's value size: the pattern's, or the one mix gives it.
+func sizeFor(pattern *lab.ValueLayout, mix *lab.SizeMix, key uint32) int64 {
+	if mix == nil {
+		return pattern.Size
+	}
+	return int64(mix.SizeFor(pattern.Seed, key))
+}
+
+// classFor is size's class in mix; -1 for one size.
+func classFor(mix *lab.SizeMix, size int64) int16 {
+	if mix == nil {
+		return -1
+	}
+	return int16(mix.Class(lab.Size(size)))
+}
+
 // wantsMore is false once a prefill connection has written its keys.
 func (c *rconn) wantsMore() bool {
 	if c.wk.sched.prefillMode {
@@ -19,9 +35,8 @@ func (c *rconn) wantsMore() bool {
 
 // fill starts requests until the pipeline is full or the pacer says wait.
 func (c *rconn) fill(t int64) {
-	for !c.dead && !c.sending && c.qLen < len(c.q) && c.wk.issuing(t) && c.wantsMore() && c.wk.due(t) {
+	for !c.dead && !c.sending && c.qLen < len(c.q) && !c.stopped && c.wk.issuing(t) && c.wantsMore() && c.due(c.wk, t) {
 		c.issue(t)
-		c.wk.sent++
 		if err := c.flush(t); err != nil {
 			c.fail(err)
 			return
@@ -33,28 +48,32 @@ func (c *rconn) fill(t int64) {
 func (c *rconn) issue(t int64) {
 	w := c.wk.w
 	op, key := c.ch.next(c.wk.sched.prefillMode)
-	r := req{op: op, key: key, issued: t}
+	size := sizeFor(c.pattern, c.mix, key)
+	r := req{op: op, key: key, issued: t, size: size, probe: c.probe, class: classFor(c.mix, size)}
+	if r.intended, r.paced = c.started(); r.paced {
+		c.wk.issuedPaced(r.intended, t, c.probe)
+	}
 	if op == opGet {
 		c.cmd = appendGet(c.cmd[:0], key, w.KeySize)
 		rawsock.SetIov(&c.iov[0], c.cmd)
 		c.iovLo, c.iovHi = 0, 1
 		r.wireOut = uint64(len(c.cmd))
 	} else {
-		size := c.wk.layout.Size
+		l := c.pattern.Prefix(size)
 		c.gen++
 		gen := uint64(c.index)<<40 | c.gen
 		c.cmd = appendSetHeader(c.cmd[:0], key, w.KeySize, size)
 		rawsock.SetIov(&c.iov[0], c.cmd)
 		if size >= lab.MinVerifiableSize {
-			c.wk.layout.PutHeader(c.valHdr[:], key, gen)
-			c.wk.layout.PutTrailer(c.tail[:lab.ValueTrailerLen], key, gen)
+			l.PutHeader(c.valHdr[:], key, gen)
+			l.PutTrailer(c.tail[:lab.ValueTrailerLen], key, gen)
 			c.tail[lab.ValueTrailerLen], c.tail[lab.ValueTrailerLen+1] = '\r', '\n'
 			rawsock.SetIov(&c.iov[1], c.valHdr[:])
-			rawsock.SetIov(&c.iov[2], c.wk.layout.Body[lab.ValueHeaderLen:size-lab.ValueTrailerLen])
+			rawsock.SetIov(&c.iov[2], l.Body[lab.ValueHeaderLen:size-lab.ValueTrailerLen])
 			rawsock.SetIov(&c.iov[3], c.tail[:])
 			c.iovHi = 4
 		} else {
-			rawsock.SetIov(&c.iov[1], c.wk.layout.Body[:size])
+			rawsock.SetIov(&c.iov[1], l.Body[:size])
 			c.tail[0], c.tail[1] = '\r', '\n'
 			rawsock.SetIov(&c.iov[2], c.tail[:2])
 			c.iovHi = 3

@@ -23,6 +23,7 @@ var liveBoundsNs = func() (b [liveBuckets - 1]int64) {
 type liveCell struct {
 	lat   [liveBuckets]atomic.Uint64
 	latNs atomic.Uint64
+	bytes atomic.Uint64 // payload of the OK requests
 	miss  atomic.Uint64
 	errs  [numErrKinds]atomic.Uint64
 }
@@ -30,10 +31,10 @@ type liveCell struct {
 // liveWorker is one worker's live counts, by phase and op.
 type liveWorker [4][2]liveCell
 
-// add counts one finished request; latNs is first byte sent to last byte
-// received. Two atomic adds on success, uncontended: only this worker
-// writes here.
-func (lw *liveWorker) add(phase, op int, kind errIdx, miss bool, latNs int64) {
+// add counts one finished request of size bytes; latNs is its latency as
+// the record takes it. Three atomic adds on success, uncontended: only
+// this worker writes here.
+func (lw *liveWorker) add(phase, op int, kind errIdx, miss bool, latNs, size int64) {
 	c := &lw[phase][op]
 	switch {
 	case kind != ok:
@@ -47,6 +48,7 @@ func (lw *liveWorker) add(phase, op int, kind errIdx, miss bool, latNs int64) {
 		}
 		c.lat[b].Add(1)
 		c.latNs.Add(uint64(max(latNs, 0)))
+		c.bytes.Add(uint64(size))
 	}
 }
 
@@ -68,14 +70,19 @@ func (e *engine) progressOps(phase int) (n uint64) {
 	return n
 }
 
-// progressBytes is the payload moved in prefill, warmup and the window:
-// what the progress lines show (the drain is not load the run chose).
-func (e *engine) progressBytes() uint64 {
-	var n uint64
+// progressTotals is the requests and payload of prefill, warmup and the
+// window: what the progress lines show (the drain is not load the run
+// chose).
+func (e *engine) progressTotals() (ops, bytes uint64) {
 	for _, ph := range []int{phPrefill, phWarmup, phMeasure} {
-		n += e.progressOps(ph)
+		ops += e.progressOps(ph)
+		for _, wk := range e.workers {
+			for op := range wk.live[ph] {
+				bytes += wk.live[ph][op].bytes.Load()
+			}
+		}
 	}
-	return n * uint64(e.layout.Size)
+	return ops, bytes
 }
 
 // live sums every worker's counts into one tick for Options.Live.
@@ -87,6 +94,7 @@ func (e *engine) live(phase lab.Phase, final bool) *lab.Live {
 			var latNs, errN uint64
 			for _, wk := range e.workers {
 				cell := &wk.live[ph][op]
+				c.PayloadBytes += cell.bytes.Load()
 				for i := range cell.lat {
 					v := cell.lat[i].Load()
 					c.Latency[i] += v
@@ -107,7 +115,6 @@ func (e *engine) live(phase lab.Phase, final bool) *lab.Live {
 			if c.OK+c.Misses+errN == 0 {
 				continue
 			}
-			c.PayloadBytes = c.OK * uint64(e.layout.Size)
 			c.LatencySum = float64(latNs) / 1e9
 			l.Counts = append(l.Counts, c)
 		}

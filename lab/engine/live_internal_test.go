@@ -10,8 +10,8 @@ import (
 // The live counters sit on the hot path: recording a request must not
 // allocate, and each latency lands in the bucket its bounds say.
 func TestLiveCountsCostNoAllocation(t *testing.T) {
-	w := lab.Workload{ValueSz: 1 << 20}
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), 1)}
+	w := lab.Workload{ValueSz: lab.OneSize(1 << 20)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), 1)}
 	wk := e.newWorker(0)
 	wk.sched = &schedule{warmupEnd: 0, measureEnd: int64(time.Hour), seconds: 1}
 	for op := range wk.measure {
@@ -20,13 +20,13 @@ func TestLiveCountsCostNoAllocation(t *testing.T) {
 	}
 	e.workers = []*worker{wk}
 	at := int64(time.Millisecond)
-	r := req{op: opGet, sentAt: at - int64(1500*time.Microsecond)} // 1.5 ms: the 2 ms bucket
+	r := req{op: opGet, sentAt: at - int64(1500*time.Microsecond), size: 1 << 20, class: -1} // 1.5 ms: the 2 ms bucket
 	if n := testing.AllocsPerRun(1000, func() { wk.record(&r, ok, false, at, 100) }); n != 0 {
 		t.Fatalf("record allocates %.1f times per request", n)
 	}
-	wk.record(&req{op: opSet, sentAt: at - int64(time.Minute)}, ok, false, at, 5) // above the last bound
-	wk.record(&req{op: opGet, sentAt: at}, eTimeout, false, at, 0)
-	wk.record(&req{op: opGet, sentAt: at}, ok, true, at, 5)
+	wk.record(&req{op: opSet, sentAt: at - int64(time.Minute), size: 1 << 20, class: -1}, ok, false, at, 5) // above the last bound
+	wk.record(&req{op: opGet, sentAt: at, size: 1 << 20, class: -1}, eTimeout, false, at, 0)
+	wk.record(&req{op: opGet, sentAt: at, size: 1 << 20, class: -1}, ok, true, at, 5)
 	l := e.live(lab.PhaseMeasure, false)
 	get, set := l.Count(lab.PhaseMeasure, lab.OpGet), l.Count(lab.PhaseMeasure, lab.OpSet)
 	if get == nil || set == nil {
@@ -38,7 +38,7 @@ func TestLiveCountsCostNoAllocation(t *testing.T) {
 	if set.OK != 1 || set.Latency[len(lab.LiveLatencyBounds)] != 1 || set.LatencySum != 60 {
 		t.Errorf("SET %+v", set)
 	}
-	if e.progressBytes() != 1002<<20 || e.progressOps(phWarmup) != 0 {
-		t.Errorf("progress bytes %d", e.progressBytes())
+	if ops, bytes := e.progressTotals(); bytes != 1002<<20 || ops != 1002 || e.progressOps(phWarmup) != 0 {
+		t.Errorf("progress: %d requests, %d bytes", ops, bytes)
 	}
 }

@@ -35,15 +35,16 @@ func (p *scripted) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool
 	return 0, false
 }
 
-// Both engines start requests only when their workers' pacers let them:
-// not before a wait has passed, and no more once the pacer stops.
+// Both engines start requests only when their units' pacers let them (a
+// raw connection, a valkey-go worker each): not before a wait has passed,
+// and no more once the pacer stops.
 func TestEnginesFollowThePacer(t *testing.T) {
 	layout := lab.NewValueLayout(4096, 3)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		t.Run(name, func(t *testing.T) {
 			p, _ := recordingPeer(t, layout)
 			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: 2, Pipeline: 3, Threads: 1, Keyspace: 8,
-				ValueSz: lab.Size(layout.Size), Seed: layout.Seed, Engine: name,
+				ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Engine: name,
 				// The window opens at 150 ms and lasts far longer than
 				// the test: the pacer's stop is what ends the run.
 				Warmup: lab.Duration(150 * time.Millisecond), Duration: lab.Duration(time.Minute),
@@ -55,11 +56,11 @@ func TestEnginesFollowThePacer(t *testing.T) {
 			defer e.shutdown()
 			var mu sync.Mutex
 			pacers := map[int]*scripted{}
-			e.pacers = func(wk int) pace.Pacer {
+			e.pacers = func(unit int) pace.Pacer {
 				mu.Lock()
 				defer mu.Unlock()
-				pacers[wk] = &scripted{notBefore: 200 * time.Millisecond, limit: 4}
-				return pacers[wk]
+				pacers[unit] = &scripted{notBefore: 200 * time.Millisecond, limit: 4}
+				return pacers[unit]
 			}
 			res := newResult(w, Options{})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -69,10 +70,14 @@ func TestEnginesFollowThePacer(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatal("the run did not end when the pacers stopped")
 			}
-			if len(pacers) != len(e.workers) {
-				t.Fatalf("%d pacers for %d workers", len(pacers), len(e.workers))
+			units := w.Connections // raw: one unit per connection
+			if name == lab.EngineValkeyGo {
+				units = w.Connections * w.Pipeline // a worker per pipeline slot
 			}
-			want := uint64(4 * len(e.workers))
+			if len(pacers) != units {
+				t.Fatalf("%d pacers for %d units", len(pacers), units)
+			}
+			want := uint64(4 * units)
 			if got := res.Ops[lab.OpGet].Ops; got != want || res.Abandoned != 0 || len(res.Errors) != 0 {
 				t.Errorf("%d GETs measured (abandoned %d, errors %v); want the pacers' %d", got, res.Abandoned, res.Errors, want)
 			}
@@ -82,11 +87,11 @@ func TestEnginesFollowThePacer(t *testing.T) {
 			for wk, pc := range pacers {
 				for i := 1; i < len(pc.asked); i++ {
 					if pc.asked[i] < pc.asked[i-1] || pc.sents[i] < pc.sents[i-1] || pc.sents[i] > pc.sents[i-1]+1 {
-						t.Fatalf("worker %d: asked at %v with sent %v: want elapsed and sent rising, sent by one", wk, pc.asked, pc.sents)
+						t.Fatalf("unit %d: asked at %v with sent %v: want elapsed and sent rising, sent by one", wk, pc.asked, pc.sents)
 					}
 				}
 				if n := len(pc.sents); n == 0 || pc.sents[n-1] != 4 {
-					t.Errorf("worker %d: last asked with sent %v, want 4", wk, pc.sents)
+					t.Errorf("unit %d: last asked with sent %v, want 4", wk, pc.sents)
 				}
 			}
 		})
@@ -95,15 +100,44 @@ func TestEnginesFollowThePacer(t *testing.T) {
 
 // The raw engine allocates nothing per request: a run's whole allocation
 // count (setup of the stage, timers, goroutines) stays a small constant
-// however many requests it makes.
+// however many requests it makes, closed loop or paced, with one size or
+// a mix, with or without the probe.
 func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 	srv := labtest.StartRedis(t)
-	for _, ratio := range []lab.Ratio{{Sets: 1}, {Gets: 1}} {
+	mix, err := lab.ParseSizeMix("1KiB:1,4KiB:2,16KiB:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(w *lab.Workload)
+	}{
+		{"SET", func(w *lab.Workload) { w.Ratio = lab.Ratio{Sets: 1} }},
+		{"GET", func(w *lab.Workload) {}},
+		{"paced GET+SET of a mix", func(w *lab.Workload) {
+			w.Ratio, w.ValueSz, w.Rate = lab.Ratio{Gets: 3, Sets: 1}, mix, lab.Rate{PerSec: 6000}
+		}},
+		{"poisson ramp beside the probe", func(w *lab.Workload) {
+			w.Ramp = lab.Ramp{From: lab.Rate{PerSec: 3000}, To: lab.Rate{PerSec: 6000}, Steps: 2, Step: lab.Duration(time.Second)}
+			w.Arrival, w.Duration = lab.ArrivalPoisson, 0
+			w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 500}}
+			w.Warmup = lab.Duration(2 * time.Second)
+		}},
+	} {
 		w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Pipeline: 2, Threads: 1, Keyspace: 16,
-			ValueSz: 4096, Ratio: ratio, Prefill: ratio.Gets > 0, Seed: 1,
-			Duration: lab.Duration(400 * time.Millisecond)}.Resolve()
+			ValueSz: lab.OneSize(4096), Ratio: lab.Ratio{Gets: 1}, Seed: 1,
+			Duration: lab.Duration(400 * time.Millisecond)}
+		tc.mut(&w)
+		w.Prefill = w.Ratio.Gets > 0
+		w = w.Resolve()
+		if err := w.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 		e, err := newEngine(w)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.planPacing(); err != nil {
 			t.Fatal(err)
 		}
 		if w.Prefill {
@@ -117,18 +151,20 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		var requests uint64
 		for _, wk := range e.workers {
-			for _, n := range wk.phases[phMeasure].ops {
-				requests += n
+			for _, ph := range []int{phWarmup, phMeasure, phDrain} {
+				for _, n := range wk.phases[ph].ops {
+					requests += n
+				}
 			}
 		}
 		e.shutdown()
 		allocs := after.Mallocs - before.Mallocs
 		if requests < 1000 {
-			t.Fatalf("%v: only %d requests: too few to tell", ratio, requests)
+			t.Fatalf("%s: only %d requests: too few to tell", tc.name, requests)
 		}
 		if allocs > requests/20 {
-			t.Errorf("%v: %d allocations for %d requests", ratio, allocs, requests)
+			t.Errorf("%s: %d allocations for %d requests", tc.name, allocs, requests)
 		}
-		t.Logf("%v: %d allocations for %d requests", ratio, allocs, requests)
+		t.Logf("%s: %d allocations for %d requests", tc.name, allocs, requests)
 	}
 }

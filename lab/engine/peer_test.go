@@ -67,7 +67,7 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	t.Helper()
 	w.Host, w.Port = "127.0.0.1", p.Port
 	w.Connections, w.Threads, w.Keyspace = 1, 1, 8
-	w.ValueSz = lab.Size(p.layout.Size)
+	w.ValueSz = lab.OneSize(lab.Size(p.layout.Size))
 	w.Seed = p.layout.Seed
 	w.Duration = lab.Duration(300 * time.Millisecond)
 	w.RequestTimeout = lab.Duration(2 * time.Second)
@@ -179,7 +179,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	})
 	w := lab.Workload{}
 	w.Host, w.Port = "127.0.0.1", p.Port
-	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, 4096, 3
+	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, lab.OneSize(4096), 3
 	w.Duration, w.RequestTimeout = lab.Duration(3*time.Second), lab.Duration(time.Second)
 	w = w.Resolve()
 	e, err := newEngine(w)
@@ -241,7 +241,7 @@ func TestDataConnAuthReplies(t *testing.T) {
 				}
 				return nil
 			})
-			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Password: "pw", Connections: 1, Threads: 1, Keyspace: 8, ValueSz: 4096}.Resolve()
+			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Password: "pw", Connections: 1, Threads: 1, Keyspace: 8, ValueSz: lab.OneSize(4096)}.Resolve()
 			e, err := newEngine(w)
 			if e != nil {
 				e.shutdown()

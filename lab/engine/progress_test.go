@@ -21,7 +21,7 @@ import (
 func TestProgressLinesAgreeWithThemselves(t *testing.T) {
 	srv := labtest.StartRedis(t)
 	w := shortWorkload(srv.Port)
-	w.ValueSz, w.Keyspace, w.Prefill = 1<<20, 64, true // the prefill moves 0.54 Gbit
+	w.ValueSz, w.Keyspace, w.Prefill = lab.OneSize(1<<20), 64, true // the prefill moves 0.54 Gbit
 	w.Warmup, w.Duration = lab.Duration(1500*time.Millisecond), lab.Duration(time.Second)
 	var progress bytes.Buffer
 	if _, err := engine.Run(context.Background(), w, engine.Options{Progress: &progress}); err != nil {
@@ -40,7 +40,7 @@ func TestProgressLinesAgreeWithThemselves(t *testing.T) {
 		}
 		lines++
 		// Gbps is printed to 0.01, ops/s to 0.1 (at most 0.0005 Gbps here).
-		want := ops * float64(w.ValueSz) * 8 / 1e9
+		want := ops * float64(w.ValueSz.Max()) * 8 / 1e9
 		if math.Abs(gbps-want) > 0.006 {
 			t.Errorf("progress line %q: %.2f Gbps, but its ops/s make %.3f Gbps", line, gbps, want)
 		}

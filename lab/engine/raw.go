@@ -19,14 +19,24 @@ import (
 // newEngine opens the raw engine's connections and spreads them over its
 // workers.
 func newEngine(w lab.Workload) (*engine, error) {
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), w.Seed)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed)}
+	if _, one := w.ValueSz.Single(); !one {
+		e.mix = &e.w.ValueSz
+	}
+	threads := w.Threads
+	if !w.Probe.IsZero() {
+		// The probe has a worker of its own, so its latency is not the
+		// main load's workers being busy.
+		e.probeLayout = lab.NewValueLayout(int64(w.Probe.Size), w.Seed)
+		threads++
+	}
 	// Workers block in epoll_wait; each needs a P to run when it wakes, so
 	// never let GOMAXPROCS be the queue they wait in.
-	if runtime.GOMAXPROCS(0) < w.Threads+1 {
-		runtime.GOMAXPROCS(w.Threads + 1)
+	if runtime.GOMAXPROCS(0) < threads+1 {
+		runtime.GOMAXPROCS(threads + 1)
 	}
 	auth := authCommand(w)
-	for i := 0; i < w.Threads; i++ {
+	for i := 0; i < threads; i++ {
 		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			e.shutdown()
@@ -39,33 +49,63 @@ func newEngine(w lab.Workload) (*engine, error) {
 		for j := range wk.scratch { // fault the pages in now
 			wk.scratch[j] = 0xff
 		}
+		if i == w.Threads {
+			wk.probe, wk.cpu = true, -1
+		}
 		e.workers = append(e.workers, wk)
 	}
 	for i := 0; i < w.Connections; i++ {
-		wk := e.workers[i%w.Threads]
-		fd, err := dialRaw(w.Addr(), 5*time.Second)
-		if err == nil && auth != nil {
-			if err = authRaw(fd, auth); err != nil {
-				unix.Close(fd)
-			}
-		}
-		if err != nil {
-			e.shutdown()
-			return nil, fmt.Errorf("open connection %d to %s: %w", i, w.Addr(), err)
-		}
-		c := &rconn{
-			fd: -1, index: i, wk: wk, ch: newChooser(&w, i, w.Connections),
-			cmd:  make([]byte, 0, 64+2*w.KeySize),
-			q:    make([]req, w.Pipeline),
-			rbuf: make([]byte, recvBufSize),
-		}
-		wk.conns = append(wk.conns, c)
-		e.choosers = append(e.choosers, &c.ch)
-		if err := wk.register(c, fd); err != nil {
-			unix.Close(fd)
-			e.shutdown()
+		c := e.newConn(e.workers[i%w.Threads], i, i, w.Pipeline, newChooser(&w, i, w.Connections))
+		c.pattern, c.mix = e.layout, e.mix
+		if err := e.dial(c); err != nil {
 			return nil, err
 		}
 	}
+	if e.probeLayout != nil {
+		for i := 0; i < lab.ProbeConnections; i++ {
+			// One request in flight each: a probe GET waits for its
+			// connection only behind another probe GET.
+			c := e.newConn(e.workers[w.Threads], w.Connections+i, i, 1, newProbeChooser(&w, i))
+			c.pattern, c.probe = e.probeLayout, true
+			if err := e.dial(c); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return e, nil
+}
+
+// newConn makes connection index of wk, the unit-th of its kind, with
+// depth requests in flight at most.
+func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn {
+	c := &rconn{
+		fd: -1, index: index, unit: unit, wk: wk, ch: ch,
+		cmd:  make([]byte, 0, 64+2*e.w.KeySize),
+		q:    make([]req, depth),
+		rbuf: make([]byte, recvBufSize),
+	}
+	wk.conns = append(wk.conns, c)
+	e.choosers = append(e.choosers, &c.ch)
+	return c
+}
+
+// dial connects c and registers it with its worker; on failure it shuts
+// the engine down.
+func (e *engine) dial(c *rconn) error {
+	fd, err := dialRaw(e.w.Addr(), 5*time.Second)
+	if err == nil && c.wk.auth != nil {
+		if err = authRaw(fd, c.wk.auth); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		e.shutdown()
+		return fmt.Errorf("open connection %d to %s: %w", c.index, e.w.Addr(), err)
+	}
+	if err := c.wk.register(c, fd); err != nil {
+		unix.Close(fd)
+		e.shutdown()
+		return err
+	}
+	return nil
 }

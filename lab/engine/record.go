@@ -55,17 +55,23 @@ type phaseStats struct {
 
 // req is one request in flight.
 type req struct {
-	op      int
-	key     uint32
-	issued  int64
-	sentAt  int64
-	firstAt int64
-	wireOut uint64
+	op       int
+	key      uint32
+	issued   int64
+	sentAt   int64
+	firstAt  int64
+	intended int64 // when the schedule meant it to go (paced only)
+	size     int64 // its value's size
+	wireOut  uint64
+	class    int16 // its size class in a mix; -1 for one size
+	paced    bool
+	probe    bool
 }
 
 // record files one finished request under the phase it finished in. Only
 // requests that complete inside the measured window count as throughput,
-// and their bytes are counted once, here.
+// and their bytes are counted once, here. A paced request's latency runs
+// from its intended send time; its service time from its actual send.
 func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) {
 	phase := w.sched.phaseAt(t)
 	ps := &w.phases[phase]
@@ -79,7 +85,18 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	if sent == 0 {
 		sent = r.issued
 	}
-	w.live.add(phase, r.op, kind, miss, t-sent)
+	from := sent
+	if r.paced {
+		from = r.intended
+	}
+	if r.probe { // not the main load: the probe's own figures only
+		w.recordProbe(r, kind, miss, t, from, sent)
+		return
+	}
+	w.live.add(phase, r.op, kind, miss, t-from, r.size)
+	if r.paced {
+		w.recordStep(r, kind, miss, t, from, sent)
+	}
 	if phase != phMeasure {
 		return
 	}
@@ -96,20 +113,25 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 	if kind != ok {
 		st.errs[kind]++
 		st.series[sec].errors++
+		w.recordClass(r, kind, 0)
 		return
 	}
 	if miss {
 		st.misses++
 		return
 	}
-	if lab.RecordUs(st.lat, t-sent) {
+	if lab.RecordUs(st.lat, t-from) {
 		st.clamped++
 	}
-	st.secLat[sec*lab.LatBuckets+lab.LatBucket((t-sent)/1000)]++
+	if r.paced {
+		lab.RecordUs(w.open.service[r.op], t-sent)
+	}
+	st.secLat[sec*lab.LatBuckets+lab.LatBucket((t-from)/1000)]++
 	if r.op == opGet && r.firstAt > 0 {
 		lab.RecordUs(st.ttfb, r.firstAt-sent)
 	}
-	size := uint64(w.layout.Size)
+	w.recordClass(r, ok, t-from)
+	size := uint64(r.size)
 	st.ops++
 	st.payload += size
 	st.series[sec].ops++

@@ -61,7 +61,7 @@ func (c *rconn) readMore() (int, error) {
 			n, err := rawsock.Read(c.fd, w.scratch[:min(want, int64(len(w.scratch)))])
 			if n > 0 {
 				c.gotBytes(n)
-				if c.failKind == ok && w.w.Verify == lab.VerifyFull && !w.layout.CheckBody(c.pos, w.scratch[:n]) {
+				if c.failKind == ok && w.w.Verify == lab.VerifyFull && !c.bodyChecks(c.pos, w.scratch[:n]) {
 					c.failKind = eBadContent
 				}
 				c.pos += int64(n)
@@ -154,7 +154,7 @@ func (c *rconn) onHeader(head *req, h resp.Header) error {
 		return fmt.Errorf("%w: bulk length %d is beyond any value this client writes", resp.ErrMalformed, h.N)
 	case head.op == opGet && h.Kind == resp.Bulk && h.N >= 0:
 		c.st, c.valLen, c.pos, c.failKind = stPayload, h.N, 0, ok
-		if h.N != c.wk.layout.Size {
+		if h.N != head.size {
 			c.failKind = eWrongLength
 		}
 	case head.op == opGet && (h.Kind == resp.Bulk || h.Kind == resp.Null):
@@ -184,7 +184,7 @@ func (c *rconn) absorb(p []byte) {
 		s := max(off, tailLo)
 		copy(c.vtail[s-tailLo:], p[s-off:])
 	}
-	if c.failKind == ok && c.wk.w.Verify == lab.VerifyFull && !c.wk.layout.CheckBody(off, p) {
+	if c.failKind == ok && c.wk.w.Verify == lab.VerifyFull && !c.bodyChecks(off, p) {
 		c.failKind = eBadContent
 	}
 }
@@ -204,11 +204,20 @@ func (c *rconn) finishBulk(head *req) {
 		return
 	}
 	if kind == ok && c.wk.w.Verify != lab.VerifyNone && n >= lab.MinVerifiableSize {
-		if _, good := c.wk.layout.CheckEnds(c.vhdr[:], c.vtail[:lab.ValueTrailerLen], head.key); !good {
+		l := c.pattern.Prefix(n)
+		if _, good := l.CheckEnds(c.vhdr[:], c.vtail[:lab.ValueTrailerLen], head.key); !good {
 			kind = eBadContent
 		}
 	}
 	c.complete(kind, false)
+}
+
+// bodyChecks compares p, at offset off of the value being read, with the
+// pattern of its size (asked only while the reply is not known wrong, so
+// its length is the one its request expects).
+func (c *rconn) bodyChecks(off int64, p []byte) bool {
+	l := c.pattern.Prefix(c.valLen)
+	return l.CheckBody(off, p)
 }
 
 // complete retires the oldest request and records it.

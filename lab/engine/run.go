@@ -73,9 +73,9 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 		return fail(lab.StopSetupFailed, err)
 	}
 	if lim, ok := res.Server.Config["proto-max-bulk-len"]; ok {
-		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(w.ValueSz) > n {
+		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(max(w.ValueSz.Max(), w.Probe.Size)) > n {
 			return fail(lab.StopSetupFailed, &lab.FieldError{Field: "-s/--value-size",
-				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(w.ValueSz), n)})
+				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(max(w.ValueSz.Max(), w.Probe.Size)), n)})
 		}
 	}
 	if w.Prefill {
@@ -90,6 +90,9 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 		return fail(lab.StopSetupFailed, err)
 	}
 	defer e.shutdown()
+	if err := e.planPacing(); err != nil {
+		return fail(lab.StopSetupFailed, err)
+	}
 	e.onLive = opt.Live
 	if res.Server != nil {
 		e.serverName = res.Server.Name + "-" + res.Server.Version
@@ -104,8 +107,12 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 			return fail(lab.StopSetupFailed, err)
 		}
 		res.Server.DBSizeAfterPrefill = &n
-		if n < int64(w.Keyspace) {
-			return fail(lab.StopSetupFailed, fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", w.Keyspace, n))
+		keys := int64(w.Keyspace)
+		if !w.Probe.IsZero() {
+			keys += lab.ProbeKeys
+		}
+		if n < keys {
+			return fail(lab.StopSetupFailed, fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", keys, n))
 		}
 	}
 	e.measure(ctx, opt.Progress, opt.OnPhase)

@@ -23,7 +23,7 @@ import (
 func shortWorkload(port int) lab.Workload {
 	return lab.Workload{
 		Host: "127.0.0.1", Port: port, Connections: 4, Threads: 2, Keyspace: 16,
-		ValueSz: 256 << 10, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second),
+		ValueSz: lab.OneSize(256 << 10), Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second),
 		Seed: 7,
 	}
 }
@@ -168,7 +168,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
-	layout := lab.NewValueLayout(int64(rw.ValueSz), rw.Seed)
+	layout := lab.NewValueLayout(int64(rw.ValueSz.Max()), rw.Seed)
 	fill := func() {
 		for k := uint32(0); k < 4; k++ {
 			if err := ctl.Set(ctx, lab.KeyName(k, rw.KeySize), layout.Full(k, 0)); err != nil {
@@ -284,7 +284,7 @@ func TestAuth(t *testing.T) {
 func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
 	srv := labtest.StartRedis(t, "--proto-max-bulk-len", "1048576")
 	w := shortWorkload(srv.Port)
-	w.ValueSz = 2 << 20
+	w.ValueSz = lab.OneSize(2 << 20)
 	res, err := engine.Run(context.Background(), w, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "proto-max-bulk-len") {
 		t.Fatalf("want a proto-max-bulk-len error before sending, got %v", err)

@@ -43,7 +43,7 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 		return fmt.Errorf("prefill: %d of %d SETs failed (%v)", errs, w.Keyspace, e.firstErr())
 	}
 	if progress != nil {
-		fmt.Fprintf(progress, "prefill done: %d keys of %s\n", w.Keyspace, lab.Size(e.layout.Size))
+		fmt.Fprintf(progress, "prefill done: %d keys of %s\n", w.Keyspace, w.ValueSz)
 	}
 	for _, ch := range e.choosers {
 		ch.endPrefill()
@@ -61,7 +61,14 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	end := warm + int64(w.Duration)
 	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
 	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + int64(w.RequestTimeout), seconds: secs}
+	if !w.Probe.IsZero() {
+		s.idleStart, s.mainStart = warm/4, warm/2
+	}
+	if !w.Ramp.IsZero() {
+		s.stepLen, s.steps = int64(w.Ramp.Step), w.Ramp.Steps
+	}
 	for _, wk := range e.workers {
+		wk.prepareOpen(&e.w, s, wk.probe)
 		for op := range wk.measure {
 			wk.measure[op].series = make([]secStat, secs)
 			lat := make([]uint32, secs*lab.LatBuckets)
@@ -97,9 +104,10 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	t2 := time.AfterFunc(time.Duration(end), func() { edge(1, &e.procEnd, lab.PhaseDrain) })
 	// The counters still hold the prefill's bytes: each line is the
 	// difference since the last one, over the time since the last one.
-	lastBytes, lastAt := e.progressBytes(), time.Duration(0)
+	lastOps, lastBytes := e.progressTotals()
+	lastAt := time.Duration(0)
 	e.runWorkers(ctx, s, func(el time.Duration) {
-		byt := e.progressBytes()
+		n, byt := e.progressTotals()
 		if progress != nil {
 			// The line is about the interval that just ended.
 			phase := "measure"
@@ -108,11 +116,11 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 			} else if lastAt >= time.Duration(end) {
 				phase = "drain  "
 			}
-			gbps, ops := progressRates(byt-lastBytes, lab.Size(e.layout.Size), el-lastAt)
+			gbps, ops := progressRates(byt-lastBytes, n-lastOps, el-lastAt)
 			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %9.1f ops/s\n", phase, el.Seconds(),
 				time.Duration(end).Seconds(), gbps, ops)
 		}
-		lastBytes, lastAt = byt, el
+		lastOps, lastBytes, lastAt = n, byt, el
 		switch {
 		case el < time.Duration(warm):
 			e.tickLive(lab.PhaseWarmup, false)
@@ -133,7 +141,10 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	if st := e.stoppedAt; !st.IsZero() && st.Before(endAt) {
 		endAt = st
 	}
-	if finished.Before(endAt) { // every connection died
+	// Workers end early when every connection died, or when a schedule
+	// has no more requests (its last was meant just before the end): the
+	// window is the schedule's all the same.
+	if finished.Before(endAt) && e.allDead() {
 		endAt = finished
 	}
 	startAt := base.Add(time.Duration(warm))

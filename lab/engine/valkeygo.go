@@ -21,7 +21,10 @@ import (
 // connection onto its socket.
 
 func newValkeyGoEngine(w lab.Workload) (*engine, error) {
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz), w.Seed)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed)}
+	if _, one := w.ValueSz.Single(); !one {
+		e.mix = &e.w.ValueSz
+	}
 	e.loop = (*worker).runValkeyGo
 	clients := make([]valkey.Client, w.Connections)
 	for i := range clients {
@@ -57,7 +60,8 @@ type vkState struct {
 	client valkey.Client
 	ch     chooser
 	gen    uint64
-	value  []byte // this worker's whole value, patched per SET
+	value  []byte // a whole value of the largest size, patched per SET
+	pacing
 }
 
 func (w *worker) runValkeyGo() {
@@ -68,31 +72,39 @@ func (w *worker) runValkeyGo() {
 	}
 	for {
 		t := w.now()
-		if !w.issuing(t) || (w.sched.prefillMode && v.ch.prefilled()) {
+		if !w.issuing(t) || v.stopped || (w.sched.prefillMode && v.ch.prefilled()) {
 			return
 		}
-		if !w.due(t) {
-			if w.dueAt != 0 {
+		if !v.due(w, t) {
+			if v.dueAt != 0 {
 				time.Sleep(w.untilDue(t, epollTick))
 			}
 			continue
 		}
-		w.sent++
 		op, key := v.ch.next(w.sched.prefillMode)
 		name := lab.KeyName(key, wl.KeySize)
-		r := req{op: op, key: key, issued: t, sentAt: t}
+		size := sizeFor(w.layout, w.mix, key)
+		r := req{op: op, key: key, issued: t, sentAt: t, size: size, class: classFor(w.mix, size)}
+		if r.intended, r.paced = v.started(); r.paced {
+			w.issuedPaced(r.intended, t, false)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), wl.RequestTimeout.D())
 		kind, miss := ok, false
 		var in uint64
 		if op == opSet {
 			v.gen++
 			gen := uint64(w.id)<<40 | v.gen
-			if w.layout.Size >= lab.MinVerifiableSize {
-				w.layout.PutHeader(v.value, key, gen)
-				w.layout.PutTrailer(v.value[w.layout.Size-lab.ValueTrailerLen:], key, gen)
+			l := w.layout.Prefix(size)
+			if size >= lab.MinVerifiableSize {
+				l.PutHeader(v.value, key, gen)
+				l.PutTrailer(v.value[size-lab.ValueTrailerLen:], key, gen)
 			}
-			r.wireOut = uint64(len(appendSetHeader(nil, key, wl.KeySize, w.layout.Size))) + uint64(w.layout.Size) + 2
-			err := v.client.Do(ctx, v.client.B().Set().Key(name).Value(valkey.BinaryString(v.value)).Build()).Error()
+			r.wireOut = uint64(len(appendSetHeader(nil, key, wl.KeySize, size))) + uint64(size) + 2
+			err := v.client.Do(ctx, v.client.B().Set().Key(name).Value(valkey.BinaryString(v.value[:size])).Build()).Error()
+			if size >= lab.MinVerifiableSize {
+				// A longer value later has the pattern where this trailer is.
+				copy(v.value[size-lab.ValueTrailerLen:size], w.layout.Body[size-lab.ValueTrailerLen:size])
+			}
 			kind = classifyClientErr(err)
 			in = 5 // +OK\r\n
 		} else {
@@ -110,7 +122,7 @@ func (w *worker) runValkeyGo() {
 				kind = classifyClientErr(err)
 			default:
 				in = uint64(len(b)+2) + uint64(len(strconv.Itoa(len(b)))+3)
-				kind = w.checkValue(b, key)
+				kind = w.checkValue(b, key, size)
 			}
 		}
 		cancel()
@@ -128,11 +140,11 @@ func (w *worker) runValkeyGo() {
 }
 
 // checkValue verifies a whole value held in memory.
-func (w *worker) checkValue(b []byte, key uint32) errIdx {
-	l := w.layout
-	if int64(len(b)) != l.Size {
+func (w *worker) checkValue(b []byte, key uint32, size int64) errIdx {
+	if int64(len(b)) != size {
 		return eWrongLength
 	}
+	l := w.layout.Prefix(size)
 	if w.w.Verify == lab.VerifyNone || l.Size < lab.MinVerifiableSize {
 		return ok
 	}

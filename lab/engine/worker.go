@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/lab/pace"
+	"github.com/linerate/linerate/lab/internal/rawsock"
 )
 
 const (
@@ -27,6 +27,15 @@ type schedule struct {
 	drainEnd    int64 // in-flight requests still open then are abandoned
 	seconds     int   // length of the per-second series
 	prefillMode bool
+	// Open loop: when the probe's idle latency is measured from (the
+	// warmup's first quarter settles its connections) and when the main
+	// load starts (after the probe's idle half of the warmup; 0 without a
+	// probe), and a ramp's step length and count (0 without a ramp; its
+	// steps are the window).
+	idleStart int64
+	mainStart int64
+	stepLen   int64
+	steps     int
 }
 
 // Phase indexes, in the order of phaseOrder.
@@ -58,6 +67,7 @@ type worker struct {
 	cpu     int // -1 when not pinned
 	w       *lab.Workload
 	layout  *lab.ValueLayout
+	mix     *lab.SizeMix
 	sched   *schedule
 	stop    *atomic.Bool // set by the coordinator on Ctrl-C
 	addr    string
@@ -75,12 +85,10 @@ type worker struct {
 	// Live counts, read by the coordinator's tick while the run goes on.
 	live liveWorker
 
-	// The stage's pacing: requests started, when the next is due (0:
-	// whenever a slot is free) and whether the pacer ended issuing.
-	pacer       pace.Pacer
-	sent        uint64
-	dueAt       int64
-	paceStopped bool
+	open     openStats // open loop, size classes, the probe (openstats.go)
+	probe    bool      // the probe's own worker: not one of -t
+	paced    bool      // some unit of the stage has a pacer that waits
+	noPwait2 bool      // the kernel has no epoll_pwait2
 
 	vk *vkState // the valkey-go engine's state; nil for the raw engine
 
@@ -114,8 +122,11 @@ func (w *worker) run() {
 			break
 		}
 		w.checkTimeouts(t)
-		wait := w.untilDue(t, epollTick)
-		n, err := unix.EpollWait(w.epfd, events, int((wait+time.Millisecond-1)/time.Millisecond))
+		wait := epollTick
+		if w.paced {
+			wait = w.untilDue(t, epollTick)
+		}
+		n, err := rawsock.EpollWait(w.epfd, events, wait, &w.noPwait2)
 		if err != nil && err != unix.EINTR {
 			w.err = fmt.Errorf("epoll wait: %w", err)
 			break
@@ -140,11 +151,14 @@ func (w *worker) run() {
 			}
 			c.fill(w.now())
 		}
-		if w.dueAt != 0 && w.now() >= w.dueAt {
-			// The pacer's wait is over: a request may go on any
-			// connection with a free slot.
+		if w.paced {
+			// A connection whose pacer's wait is over sends if it has
+			// a free slot.
+			now := w.now()
 			for _, c := range w.conns {
-				c.fill(w.now())
+				if c.dueAt != 0 && now >= c.dueAt {
+					c.fill(now)
+				}
 			}
 		}
 	}
@@ -193,7 +207,7 @@ func (w *worker) trackUsage(t int64) {
 
 // issuing says whether new requests may start at t.
 func (w *worker) issuing(t int64) bool {
-	if w.stop.Load() || w.paceStopped {
+	if w.stop.Load() {
 		return false
 	}
 	return w.sched.prefillMode || t < w.sched.measureEnd
@@ -220,7 +234,7 @@ func (w *worker) finished(t int64) bool {
 		if c.qLen > 0 || c.sending {
 			return false
 		}
-		if w.issuing(t) && c.wantsMore() {
+		if !c.stopped && w.issuing(t) && c.wantsMore() {
 			return false
 		}
 	}

@@ -67,14 +67,7 @@ func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, pref
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return measured{note: fmt.Sprintf("linerate failed: %v %s", err, lastLine(string(msg)))}
 	}
-	var r lab.Result
-	data, err := os.ReadFile(out)
-	if err == nil {
-		err = json.Unmarshal(data, &r)
-	}
-	if err != nil {
-		b.Fatalf("read record: %v", err)
-	}
+	r := readRecord(b, out)
 	var ops uint64
 	for ph, p := range r.Phases {
 		if ph != lab.PhasePrefill {
@@ -87,6 +80,19 @@ func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, pref
 		cpu *= float64(ops) / float64(ops+r.Phases[lab.PhasePrefill].Ops[lab.OpSet])
 	}
 	return measured{gbps: r.Ops[op].Gbps, cpuPerGB: cpu / gb, done: true}
+}
+
+// readRecord reads a bench record the CLI wrote.
+func readRecord(b *testing.B, path string) *lab.Result {
+	var r lab.Result
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &r)
+	}
+	if err != nil {
+		b.Fatalf("read record: %v", err)
+	}
+	return &r
 }
 
 // runPeer runs valkey-benchmark or redis-benchmark for the same window as

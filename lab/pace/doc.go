@@ -28,10 +28,14 @@
 // A Schedule is built from a constant rate (Constant, or FromRate for a
 // lab.Rate) or a ramp of steps (Steps, or FromRamp for a lab.Ramp), with constant spacing or poisson arrivals (exponential gaps
 // drawn from a seed; request n's gap is a function of (seed, n) alone).
-// Share splits one schedule over workers, so that together they send
+// Share splits one schedule over senders, so that together they send
 // exactly what it offers. A Schedule is not safe for concurrent use: give
-// each worker its own Share. Pace, Intended and Step do not allocate.
-// ClosedLoop is the pacer that never waits: closed-loop load.
+// each sender its own Share. Pace, Intended and Step do not allocate.
+// A Chain runs schedules back to back from a start (the engine's warmup at
+// a ramp's first rate, then the ramp; a load that starts after the probe's
+// idle half of the warmup); request numbers run on across its parts.
+// ClosedLoop is the pacer that never waits: closed-loop load; After is
+// closed loop from a moment on.
 //
 // # The knee
 //

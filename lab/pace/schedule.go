@@ -138,6 +138,11 @@ func (s *Schedule) rewind() {
 // Pace implements Pacer: request number sent is due at Intended(sent).
 func (s *Schedule) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool) {
 	at, ok := s.Intended(sent)
+	return due(at, ok, elapsed)
+}
+
+// due is the Pacer answer for a request intended at at (ok: it exists).
+func due(at time.Duration, ok bool, elapsed time.Duration) (time.Duration, bool) {
 	switch {
 	case !ok:
 		return 0, true
@@ -231,3 +236,13 @@ func (s *Schedule) Rate(i int) float64 { return s.rates[i] }
 
 // End is when the schedule ends: no request is due from then on.
 func (s *Schedule) End() time.Duration { return time.Duration(len(s.rates)) * s.step }
+
+// After is closed loop from start on: nothing before, then never a wait
+// and never a stop (the main load beside a probe that first runs alone).
+func After(start time.Duration) Pacer { return after(start) }
+
+type after time.Duration
+
+func (a after) Pace(elapsed time.Duration, _ uint64) (time.Duration, bool) {
+	return max(time.Duration(a)-elapsed, 0), false
+}

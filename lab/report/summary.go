@@ -28,8 +28,12 @@ func WriteSummary(out io.Writer, r *lab.Result) {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "workload  -s %d (%s)  -r %s  -c %d  -P %d  -t %d  -n %d  --key-size %d  verify %s",
-		int64(w.ValueSz), w.ValueSz, w.Ratio, w.Connections, w.Pipeline, w.Threads, w.Keyspace, w.KeySize, w.Verify)
+	size := w.ValueSz.String()
+	if s, one := w.ValueSz.Single(); one {
+		size = fmt.Sprintf("%d (%s)", int64(s), s)
+	}
+	fmt.Fprintf(out, "workload  -s %s  -r %s  -c %d  -P %d  -t %d  -n %d  --key-size %d  verify %s",
+		size, w.Ratio, w.Connections, w.Pipeline, w.Threads, w.Keyspace, w.KeySize, w.Verify)
 	if len(w.CPUList) > 0 {
 		fmt.Fprintf(out, "  --cpu-list %s", w.CPUList)
 	}
@@ -55,6 +59,7 @@ func WriteSummary(out io.Writer, r *lab.Result) {
 			FormatUs(l.P50), FormatUs(l.P90), FormatUs(l.P99), FormatUs(l.P999), FormatUs(l.Max), FormatUs(l.Mean), ttfb, errs)
 	}
 	tw.Flush()
+	writeOpenLoop(out, r)
 
 	if len(r.Errors) > 0 {
 		kinds := make([]string, 0, len(r.Errors))
@@ -107,7 +112,7 @@ func FormatUs(us float64) string {
 // `linerate sink`, the client's own ceiling on this host pair.
 func CeilingNotes(r, sink *lab.Result) []string {
 	var notes []string
-	if sink.Workload.ValueSz != r.Workload.ValueSz {
+	if sink.Workload.ValueSz.String() != r.Workload.ValueSz.String() {
 		return []string{fmt.Sprintf("ceiling: not compared: the sink record is of %s values, this run of %s; calibrate with the same -s",
 			sink.Workload.ValueSz, r.Workload.ValueSz)}
 	}

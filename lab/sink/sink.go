@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,9 +27,57 @@ import (
 // are dropped in the kernel. Benching against it measures the client's own
 // ceiling on a host pair.
 type Server struct {
-	Layout   *lab.ValueLayout
+	// Layout is the value pattern: of the one size every key has, or of
+	// a mix's largest size, whose prefixes are the smaller values.
+	Layout *lab.ValueLayout
+	// Sizes gives each key its size (lab.SizeMix.SizeFor with Layout's
+	// seed); zero: every key is Layout.Size.
+	Sizes    lab.SizeMix
 	Keyspace int // what DBSIZE reports: every key in it "exists"
 	KeySize  int
+	// Probe is the layout of the probe's keys (ids Keyspace to
+	// Keyspace+lab.ProbeKeys-1); nil: no probe.
+	Probe *lab.ValueLayout
+	// Delay holds every reply back this long: a slow server, whose
+	// requests queue on their connection (each connection is served in
+	// order, one request at a time).
+	Delay time.Duration
+}
+
+// MaxDelay bounds --delay: a slower sink answers nothing a bench waits for.
+const MaxDelay = time.Minute
+
+// New is a sink serving what a bench of these flags asks for: every key
+// at the size sizes gives it under seed, the probe's keys at probe (0: no
+// probe), each value valid for --verify.
+func New(sizes lab.SizeMix, seed uint64, keyspace int, probe lab.Size) *Server {
+	s := &Server{Layout: lab.NewValueLayout(int64(sizes.Max()), seed), Keyspace: keyspace}
+	if _, one := sizes.Single(); !one {
+		s.Sizes = sizes
+	}
+	if probe > 0 {
+		s.Probe = lab.NewValueLayout(int64(probe), seed)
+	}
+	return s
+}
+
+// layoutOf is key id's value layout.
+func (s *Server) layoutOf(id uint32) lab.ValueLayout {
+	switch {
+	case s.Probe != nil && id >= uint32(s.Keyspace) && id < uint32(s.Keyspace)+lab.ProbeKeys:
+		return *s.Probe
+	case s.Sizes.IsZero():
+		return *s.Layout
+	}
+	return s.Layout.Prefix(int64(s.Sizes.SizeFor(s.Layout.Seed, id)))
+}
+
+// dbSize is what DBSIZE reports.
+func (s *Server) dbSize() int {
+	if s.Probe != nil {
+		return s.Keyspace + lab.ProbeKeys
+	}
+	return s.Keyspace
 }
 
 // Serve accepts connections on l until ctx ends.
@@ -201,6 +250,9 @@ func (sc *sinkConn) simple(s string) error {
 }
 
 func (sc *sinkConn) dispatch(dropped int64) error {
+	if sc.s.Delay > 0 {
+		time.Sleep(sc.s.Delay)
+	}
 	cmd := strings.ToUpper(string(sc.args[0]))
 	switch cmd {
 	case "GET":
@@ -220,7 +272,7 @@ func (sc *sinkConn) dispatch(dropped int64) error {
 	case "CLIENT":
 		return sc.simple("+OK")
 	case "DBSIZE":
-		return sc.simple(":" + strconv.Itoa(sc.s.Keyspace))
+		return sc.simple(":" + strconv.Itoa(sc.s.dbSize()))
 	case "CONFIG":
 		return sc.simple("*0")
 	case "INFO":
@@ -233,11 +285,11 @@ func (sc *sinkConn) dispatch(dropped int64) error {
 // get answers with the value for key from the shared body: a vectored write
 // of the bulk header, the per-key header, the shared body and the trailer.
 func (sc *sinkConn) get(key []byte) error {
-	l := sc.s.Layout
 	id, ok := lab.ParseKeyID(key)
 	if !ok {
 		return sc.simple("$-1")
 	}
+	l := sc.s.layoutOf(id)
 	sc.reply = append(strconv.AppendInt(append(sc.reply[:0], '$'), l.Size, 10), "\r\n"...)
 	sc.bufs = sc.bufs[:0]
 	if l.Size >= lab.MinVerifiableSize {

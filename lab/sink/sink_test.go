@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,116 @@ func TestSinkRefusesMalformedRequests(t *testing.T) {
 	second, err2 := r.ReadString('\n')
 	if err1 != nil || err2 != nil || !strings.HasPrefix(first, "-ERR") || second != "+PONG\r\n" {
 		t.Errorf("the sink no longer serves: %q %q %v %v", first, second, err1, err2)
+	}
+}
+
+// serve runs s on a loopback port until the test ends.
+func serve(t *testing.T, s *sink.Server) string {
+	t.Helper()
+	l, err := sink.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return l.Addr().String()
+}
+
+// getValue sends GET key and reads the bulk reply whole.
+func getValue(t *testing.T, r *bufio.Reader, c net.Conn, key string) []byte {
+	t.Helper()
+	if _, err := io.WriteString(c, "*2\r\n$3\r\nGET\r\n$"+strconv.Itoa(len(key))+"\r\n"+key+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "$") {
+		t.Fatalf("GET %s: %q %v", key, line, err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+	b := make([]byte, n+2)
+	if _, err := io.ReadFull(r, b); err != nil {
+		t.Fatal(err)
+	}
+	return b[:n]
+}
+
+// A sink for a mix serves every key at the size the mix gives it (the
+// probe's keys at the probe's size), and each value verifies as the bench
+// checks it.
+func TestSinkServesEachKeyAtItsSize(t *testing.T) {
+	mix, err := lab.ParseSizeMix("4KiB:1,64KiB:1,1MiB:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed, keys = 5, 12
+	s := sink.New(mix, seed, keys, 100)
+	c, err := net.DialTimeout("tcp", serve(t, s), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(c)
+	pattern := lab.NewValueLayout(int64(mix.Max()), seed)
+	seen := map[lab.Size]bool{}
+	for key := uint32(0); key < keys+lab.ProbeKeys; key++ {
+		want := int64(mix.SizeFor(seed, key))
+		l := pattern.Prefix(want)
+		if key >= keys {
+			want = 100
+			l = *lab.NewValueLayout(100, seed)
+		}
+		v := getValue(t, r, c, lab.KeyName(key, 16))
+		if int64(len(v)) != want {
+			t.Fatalf("key %d: %d bytes, want %d", key, len(v), want)
+		}
+		if _, ok := l.CheckEnds(v[:lab.ValueHeaderLen], v[want-lab.ValueTrailerLen:], key); !ok || !l.CheckBody(0, v) {
+			t.Errorf("key %d: the value of %d bytes does not verify", key, want)
+		}
+		seen[lab.Size(want)] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("sizes served: %v, want the mix's three and the probe's", seen)
+	}
+	if _, err := io.WriteString(c, "*1\r\n$6\r\nDBSIZE\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := r.ReadString('\n'); err != nil || line != ":"+strconv.Itoa(keys+lab.ProbeKeys)+"\r\n" {
+		t.Errorf("DBSIZE answered %q, %v; want the keys and the probe's", line, err)
+	}
+}
+
+// --delay holds every reply back: a connection's requests wait for one
+// another, as on a server that takes that long per request.
+func TestSinkDelaysEveryReply(t *testing.T) {
+	const delay = 30 * time.Millisecond
+	s := sink.New(lab.OneSize(4096), 1, 8, 0)
+	s.Delay = delay
+	c, err := net.DialTimeout("tcp", serve(t, s), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	start := time.Now()
+	// Three pipelined requests: the third reply comes after three delays.
+	if _, err := io.WriteString(c, strings.Repeat("*1\r\n$4\r\nPING\r\n", 3)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	for i := 0; i < 3; i++ {
+		if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+			t.Fatalf("reply %d: %q %v", i, line, err)
+		}
+	}
+	if took := time.Since(start); took < 3*delay {
+		t.Errorf("three pipelined requests answered in %s, want at least 3 x %s", took, delay)
 	}
 }

@@ -205,7 +205,7 @@ func TestImageVersionThroughAgent(t *testing.T) {
 		c.Close()
 		t.Error("the image version also serves the server host's loopback: it is not bound to the data address alone")
 	}
-	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: 256 << 10,
+	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: lab.OneSize(256 << 10),
 		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second)}.Resolve()
 	var ticks []*lab.Live // the remote bench's live totals, read off its stderr
 	rec, err := local.HostBencher{Host: hosts[1], Live: func(l *lab.Live) { ticks = append(ticks, l) }}.Bench(ctx, w, nil)

@@ -58,8 +58,13 @@ var prefixColumns = []column{
 	col("cell_key", String, "the cell without version and repetition: the same for every version", func(r *row) any { return str(r.rec.Key) }),
 	col("rep", Int, "repetition, from 1", func(r *row) any { return int64(r.rec.Rep) }),
 	col("op", String, "GET or SET", func(r *row) any { return string(r.op) }),
-	col("value_size", Int, "value size, bytes", func(r *row) any { return int64(r.w.ValueSz) }),
-	col("value_size_text", String, "value size as people write it (16MiB)", func(r *row) any { return r.w.ValueSz.String() }),
+	col("value_size", Int, "value size, bytes; empty for a mix of sizes", func(r *row) any {
+		if s, one := r.w.ValueSz.Single(); one {
+			return int64(s)
+		}
+		return nil
+	}),
+	col("value_size_text", String, "value size as people write it (16MiB; a mix as -s takes it, 1MiB:60,16MiB:40)", func(r *row) any { return r.w.ValueSz.String() }),
 	col("connections", Int, "-c", func(r *row) any { return int64(r.w.Connections) }),
 	col("pipeline", Int, "-P", func(r *row) any { return int64(r.w.Pipeline) }),
 	col("threads", Int, "-t; empty when the plan left it to the client host and no record says", func(r *row) any { return positive(r.w.Threads) }),

@@ -120,7 +120,7 @@ func TestSampleRowsAreTheRecords(t *testing.T) {
 			{"gbps", csvValue(o.Gbps)},
 			{"ops_per_sec", csvValue(o.OpsPerSec)},
 			{"p99_ms", csvValue(o.Latency.P99 / 1000)},
-			{"value_size", csvValue(int64(rec.Workload.ValueSz))},
+			{"value_size", csvValue(int64(rec.Workload.ValueSz.Max()))},
 			{"request_timeout_s", "60"},
 			{"limit", string(rec.Limit.Kind)},
 			{"client_cpu_s_per_gb", csvValue(rec.Result.Client.CPUSecPerGB)},

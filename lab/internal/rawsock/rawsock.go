@@ -5,6 +5,7 @@ package rawsock
 
 import (
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -58,3 +59,33 @@ func SetIov(v *unix.Iovec, p []byte) {
 
 // IsAgain says whether err is a non-blocking socket's "try later".
 func IsAgain(err error) bool { return err == unix.EAGAIN || err == syscall.EWOULDBLOCK }
+
+// EpollWait waits for events up to timeout with nanosecond precision
+// (epoll_pwait2, Linux 5.11), so a paced request is not held to the next
+// millisecond; on a kernel without it, it sets *old and waits with
+// epoll_wait's milliseconds, rounded up, from then on. A negative timeout
+// waits without limit.
+func EpollWait(epfd int, events []unix.EpollEvent, timeout time.Duration, old *bool) (int, error) {
+	if !*old {
+		var ts *unix.Timespec
+		var t unix.Timespec
+		if timeout >= 0 {
+			t = unix.NsecToTimespec(int64(timeout))
+			ts = &t
+		}
+		r, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])),
+			uintptr(len(events)), uintptr(unsafe.Pointer(ts)), 0, 0)
+		if e != unix.ENOSYS {
+			if e != 0 {
+				return 0, e
+			}
+			return int(r), nil
+		}
+		*old = true
+	}
+	ms := -1
+	if timeout >= 0 {
+		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
+	}
+	return unix.EpollWait(epfd, events, ms)
+}

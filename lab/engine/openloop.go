@@ -1,0 +1,333 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/pace"
+)
+
+// Open loop (issue 13): the run's schedules, built before it starts, and
+// their figures, merged after it stops.
+//
+// The main load's schedule runs from its start (0, or the warmup's middle
+// with a probe, whose first half of the warmup runs alone) to the end of
+// the window: --rate at its rate throughout; --ramp at its first step's
+// rate in the warmup, then its steps, which are the window. Each issuing
+// unit (a raw connection, a valkey-go worker) sends its own share of it
+// (pace.Chain.Share), so a request whose connection is busy waits in that
+// connection's queue, and the queue's wait is in its latency. The probe's
+// schedule runs from the start to the end of the window, shared over its
+// connections.
+
+// Seeds of the schedules' poisson draws, apart from each other and from
+// the key and op choice.
+const (
+	warmSeed  = 0x3a11
+	probeSeed = 0x9b0be
+)
+
+// planPacing builds the schedules of a paced run and sets the units'
+// pacers; a closed-loop run keeps none.
+func (e *engine) planPacing() error {
+	w := e.w
+	if !w.Paced() {
+		return nil
+	}
+	warm := w.Warmup.D()
+	end := warm + w.Duration.D()
+	var start time.Duration
+	if !w.Probe.IsZero() {
+		start = warm / 2
+	}
+	main, err := mainSchedule(w, start, end)
+	if err != nil {
+		return err
+	}
+	units := w.Connections
+	if w.Engine == lab.EngineValkeyGo {
+		units = w.Connections * w.Pipeline
+	}
+	switch {
+	case main != nil:
+		shares, err := shareOut(main, units)
+		if err != nil {
+			return err
+		}
+		e.pacers = func(unit int) pace.Pacer { return shares[unit] }
+	case start > 0:
+		e.pacers = func(int) pace.Pacer { return pace.After(start) }
+	}
+	if w.Probe.IsZero() {
+		return nil
+	}
+	ops, err := w.Probe.OpsPerSec()
+	if err != nil {
+		return fmt.Errorf("--probe %s: %w", w.Probe, err)
+	}
+	s, err := pace.Constant(ops, end, w.Arrival, w.Seed^probeSeed)
+	if err != nil {
+		return fmt.Errorf("--probe %s: %w", w.Probe, err)
+	}
+	probe, err := pace.NewChain(0, s)
+	if err != nil {
+		return err
+	}
+	shares, err := shareOut(probe, lab.ProbeConnections)
+	if err != nil {
+		return err
+	}
+	e.probePacers = func(unit int) pace.Pacer { return shares[unit] }
+	return nil
+}
+
+// mainSchedule is the main load's schedule from start to end; nil in
+// closed loop.
+func mainSchedule(w lab.Workload, start, end time.Duration) (*pace.Chain, error) {
+	mean := w.ValueSz.Mean()
+	switch {
+	case !w.Rate.IsZero():
+		s, err := pace.FromRate(w.Rate, mean, end-start, w.Arrival, w.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("--rate %s: %w", w.Rate, err)
+		}
+		return pace.NewChain(start, s)
+	case !w.Ramp.IsZero():
+		steps, err := pace.FromRamp(w.Ramp, mean, w.Arrival, w.Seed)
+		if err != nil {
+			return nil, err
+		}
+		warm := w.Warmup.D()
+		if warm <= start {
+			return pace.NewChain(warm, steps)
+		}
+		first, err := pace.Constant(steps.Rate(0), warm-start, w.Arrival, w.Seed^warmSeed)
+		if err != nil {
+			return nil, err
+		}
+		return pace.NewChain(start, first, steps)
+	}
+	return nil, nil
+}
+
+// shareOut is one share of c per unit.
+func shareOut(c *pace.Chain, units int) ([]*pace.Chain, error) {
+	out := make([]*pace.Chain, units)
+	for i := range out {
+		var err error
+		if out[i], err = c.Share(i, units); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// offered is the main load's offered rate in requests per second: the
+// rate, or a ramp's step rates.
+func offered(w lab.Workload) (rate float64, steps []float64) {
+	mean := w.ValueSz.Mean()
+	if !w.Ramp.IsZero() {
+		steps, _ = w.Ramp.StepRates(mean) // validated with the workload
+		var sum float64
+		for _, r := range steps {
+			sum += r
+		}
+		return sum / float64(len(steps)), steps
+	}
+	rate, _ = w.Rate.OpsPerSec(mean)
+	return rate, nil
+}
+
+// collectOpen merges the open-loop figures into res, after collect's
+// per-op figures: the pacing, a ramp's steps and knee, the probe.
+func (e *engine) collectOpen(res *lab.Result, window time.Duration) {
+	w := e.w
+	if w.OpenLoop() {
+		rate, rates := offered(w)
+		ol := &lab.OpenLoopResult{Arrival: w.Arrival, QueueLimit: w.QueueLimit, Offered: round3(rate)}
+		for _, wk := range e.workers {
+			ol.Sent += wk.open.sent
+			ol.Late += wk.open.late
+			ol.Dropped += wk.open.dropped
+		}
+		var done uint64
+		for _, o := range res.Ops {
+			done += o.Ops
+		}
+		if window > 0 {
+			ol.Achieved = round3(float64(done) / window.Seconds())
+		}
+		ol.Sustainable = ol.Dropped == 0
+		res.OpenLoop = ol
+		if !ol.Sustainable {
+			res.Notes = append(res.Notes, fmt.Sprintf("not sustainable: %d requests would have waited more than --queue-limit %s for their connection and were dropped; offered %.4g requests/s, achieved %.4g",
+				ol.Dropped, w.QueueLimit, ol.Offered, ol.Achieved))
+		}
+		if rates != nil {
+			res.Steps = e.collectSteps(rates)
+			res.Knee = pace.Knee(res.Steps)
+		}
+	}
+	if !w.Probe.IsZero() {
+		res.Probe = e.collectProbe(res)
+	}
+}
+
+// collectSteps merges the workers' steps.
+func (e *engine) collectSteps(rates []float64) []lab.StepResult {
+	step := e.w.Ramp.Step
+	out := make([]lab.StepResult, len(rates))
+	lat := make([]uint64, lab.LatBuckets)
+	svc := make([]uint64, lab.LatBuckets)
+	for i := range out {
+		s := lab.StepResult{Step: i, Start: lab.Duration(time.Duration(i) * step.D()), Length: step, Offered: round3(rates[i])}
+		clear(lat)
+		clear(svc)
+		var bytes uint64
+		for _, wk := range e.workers {
+			if len(wk.open.steps) <= i {
+				continue
+			}
+			st := wk.open.steps[i]
+			s.Sent += st.sent
+			s.Ops += st.ops
+			s.Errors += st.errs
+			s.Late += st.late
+			s.Dropped += st.dropped
+			bytes += st.bytes
+			addBuckets(lat, wk.open.stepLat[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
+			addBuckets(svc, wk.open.stepSvc[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
+		}
+		s.Achieved = round3(float64(s.Ops) / step.Seconds())
+		s.Gbps = round3(float64(bytes) * 8 / 1e9 / step.Seconds())
+		s.Latency, s.Service = bucketLatency(lat), bucketLatency(svc)
+		out[i] = s
+	}
+	return out
+}
+
+// collectSizes is one op's figures per size class of the mix; nil for one
+// size.
+func (e *engine) collectSizes(opi int, window time.Duration) []lab.SizeResult {
+	classes := e.w.ValueSz.Classes()
+	if e.mix == nil {
+		return nil
+	}
+	out := make([]lab.SizeResult, len(classes))
+	lat := make([]uint64, lab.LatBuckets)
+	for i, class := range classes {
+		r := lab.SizeResult{Class: class}
+		clear(lat)
+		for _, wk := range e.workers {
+			cs := wk.open.classes[opi]
+			if len(cs) <= i {
+				continue
+			}
+			r.Ops += cs[i].ops
+			r.PayloadBytes += cs[i].bytes
+			r.Errors += cs[i].errs
+			addBuckets(lat, wk.open.classLat[opi][i*lab.LatBuckets:(i+1)*lab.LatBuckets])
+		}
+		if window > 0 {
+			r.Gbps = round3(float64(r.PayloadBytes) * 8 / 1e9 / window.Seconds())
+		}
+		r.Latency = bucketLatency(lat)
+		out[i] = r
+	}
+	return out
+}
+
+// collectProbe merges the probe's figures and states what the main load
+// added to its p99, with that difference's noise band.
+func (e *engine) collectProbe(res *lab.Result) *lab.ProbeResult {
+	w := e.w
+	ops, _ := w.Probe.OpsPerSec()
+	p := &lab.ProbeResult{Probe: w.Probe, Offered: round3(ops), Connections: lab.ProbeConnections}
+	lat, svc, idle := lab.NewHistogram(), lab.NewHistogram(), lab.NewHistogram()
+	secs := 0
+	for _, wk := range e.workers {
+		if ps := wk.open.probe; ps != nil {
+			lat.Merge(ps.lat)
+			svc.Merge(ps.svc)
+			idle.Merge(ps.idle)
+			p.Sent += ps.sent
+			p.Ops += ps.ops
+			p.Errors += ps.errs
+			p.Late += ps.late
+			p.Dropped += ps.dropped
+			secs = max(secs, len(ps.secOps))
+		}
+	}
+	var err error
+	if p.Latency, err = lab.Summarize(lat); err != nil {
+		res.Notes = append(res.Notes, "probe: "+err.Error())
+	}
+	if p.Service, err = lab.Summarize(svc); err != nil {
+		res.Notes = append(res.Notes, "probe: "+err.Error())
+	}
+	if p.Idle, err = lab.Summarize(idle); err != nil {
+		res.Notes = append(res.Notes, "probe: "+err.Error())
+	}
+	if p.Latency.Count > 0 && p.Idle.Count > 0 {
+		lLo, lHi := lab.P99Interval(lat)
+		iLo, iHi := lab.P99Interval(idle)
+		p.AddedP99 = p.Latency.P99 - p.Idle.P99
+		p.AddedLow, p.AddedHigh = lLo-iHi, lHi-iLo
+	} else {
+		res.Notes = append(res.Notes, fmt.Sprintf("probe: %d GETs completed alone and %d under load: no added latency to state", p.Idle.Count, p.Latency.Count))
+	}
+	counts := make([]uint64, lab.LatBuckets)
+	for i := 0; i < secs; i++ {
+		sec := lab.ProbeSecond{Second: i}
+		clear(counts)
+		for _, wk := range e.workers {
+			if ps := wk.open.probe; ps != nil && i < len(ps.secOps) {
+				sec.Ops += ps.secOps[i]
+				addBuckets(counts, ps.secLat[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
+			}
+		}
+		if l := bucketLatency(counts); l != nil {
+			sec.P99 = l.P99
+		}
+		p.Series = append(p.Series, sec)
+	}
+	if p.Dropped > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("probe: %d GETs would have waited more than --queue-limit %s and were dropped: the probe's latency is a floor", p.Dropped, w.QueueLimit))
+	}
+	return p
+}
+
+func addBuckets(dst []uint64, src []uint32) {
+	for i, n := range src {
+		dst[i] += uint64(n)
+	}
+}
+
+// bucketLatency reads count, p50, p95 and p99 from log-histogram buckets
+// (each value a bucket's middle, within ±5%); nil when they are empty.
+func bucketLatency(counts []uint64) *lab.StepLatency {
+	var total uint64
+	for _, n := range counts {
+		total += n
+	}
+	if total == 0 {
+		return nil
+	}
+	return &lab.StepLatency{Count: int64(total), P50: bucketQuantile(counts, total, 50),
+		P95: bucketQuantile(counts, total, 95), P99: bucketQuantile(counts, total, 99)}
+}
+
+// bucketQuantile is the pct-th percentile of the buckets: the middle of
+// the bucket where the rank, rounded up, is reached.
+func bucketQuantile(counts []uint64, total, pct uint64) float64 {
+	target := (total*pct + 99) / 100
+	var cum uint64
+	for b, n := range counts {
+		if cum += n; cum >= target {
+			return math.Round(lab.LatBucketValue(b))
+		}
+	}
+	return 0
+}

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// writeOpenLoop prints what a paced run adds to the summary: the pacing,
+// service time per op, a ramp's steps and knee, a mix's size classes and
+// the probe. Nothing for a closed-loop run of one size.
+func writeOpenLoop(out io.Writer, r *lab.Result) {
+	if ol := r.OpenLoop; ol != nil {
+		verdict := "sustained"
+		if !ol.Sustainable {
+			verdict = fmt.Sprintf("NOT SUSTAINABLE: %d requests dropped past --queue-limit %s", ol.Dropped, ol.QueueLimit)
+		}
+		fmt.Fprintf(out, "\nopen loop %s arrivals: offered %.1f/s, achieved %.1f/s; %d sent, %d late (> %s); %s\n",
+			ol.Arrival, ol.Offered, ol.Achieved, ol.Sent, ol.Late, lab.LateAfter, verdict)
+		for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+			if o := r.Ops[op]; o != nil && o.Service != nil && o.Service.Count > 0 {
+				fmt.Fprintf(out, "          %s latency from the intended send p99 %s; service (from the real send) p50 %s p99 %s\n",
+					op, FormatUs(o.Latency.P99), FormatUs(o.Service.P50), FormatUs(o.Service.P99))
+			}
+		}
+	}
+	if len(r.Steps) > 0 {
+		fmt.Fprintln(out)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "step\toffered/s\tachieved/s\tGbps\tp50\tp95\tp99\tservice p99\tlate\tdropped\terrors\t")
+		for _, s := range r.Steps {
+			p50, p95, p99, svc := "-", "-", "-", "-"
+			if s.Latency != nil {
+				p50, p95, p99 = FormatUs(s.Latency.P50), FormatUs(s.Latency.P95), FormatUs(s.Latency.P99)
+			}
+			if s.Service != nil {
+				svc = FormatUs(s.Service.P99)
+			}
+			fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", s.Step, s.Offered, s.Achieved, s.Gbps, p50, p95, p99, svc, s.Late, s.Dropped, s.Errors)
+		}
+		tw.Flush()
+		if k := r.Knee; k != nil {
+			fmt.Fprintf(out, "knee      step %d at %.1f/s: p99 %.2fx the first step's, achieved %.0f%% of offered\n",
+				k.Step, k.Offered, k.P99Ratio, k.AchievedRatio*100)
+		} else {
+			fmt.Fprintln(out, "knee      none: the server kept up with every step")
+		}
+	}
+	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+		o := r.Ops[op]
+		if o == nil || len(o.Sizes) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s per size class\n", op)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "class\tops\tGbps\tp50\tp99\terrors\t")
+		for _, s := range o.Sizes {
+			p50, p99 := "-", "-"
+			if s.Latency != nil {
+				p50, p99 = FormatUs(s.Latency.P50), FormatUs(s.Latency.P99)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\t%d\t\n", s.Class, s.Ops, s.Gbps, p50, p99, s.Errors)
+		}
+		tw.Flush()
+	}
+	if p := r.Probe; p != nil {
+		fmt.Fprintf(out, "\nprobe     %s: p99 alone %s, under load %s: added %s (band %s to %s); %d GETs, %d late, %d dropped, %d errors\n",
+			p.Probe, FormatUs(p.Idle.P99), FormatUs(p.Latency.P99), signedUs(p.AddedP99), signedUs(p.AddedLow), signedUs(p.AddedHigh),
+			p.Ops, p.Late, p.Dropped, p.Errors)
+	}
+}
+
+// signedUs is FormatUs for a difference, which can be negative or zero.
+func signedUs(us float64) string {
+	switch {
+	case us < 0:
+		return "-" + FormatUs(-us)
+	case us == 0:
+		return "0us"
+	}
+	return "+" + FormatUs(us)
+}

@@ -1,0 +1,46 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// A paced run's summary says what the pacing did, each step and the knee,
+// each size class and the probe; a closed-loop run of one size says none
+// of it.
+func TestSummaryOfAPacedRun(t *testing.T) {
+	lat := lab.LatencySummary{Count: 100, P50: 900, P99: 3200}
+	r := &lab.Result{Workload: lab.Workload{ValueSz: lab.OneSize(1 << 20)}.Resolve(),
+		Ops: map[lab.Op]*lab.OpResult{lab.OpGet: {Ops: 100, Latency: lat}}}
+	var closed strings.Builder
+	WriteSummary(&closed, r)
+	for _, not := range []string{"open loop", "knee", "per size class", "probe"} {
+		if strings.Contains(closed.String(), not) {
+			t.Errorf("a closed-loop summary mentions %q:\n%s", not, closed.String())
+		}
+	}
+	r.Ops[lab.OpGet].Service = &lab.LatencySummary{Count: 100, P50: 800, P99: 1500}
+	r.Ops[lab.OpGet].Sizes = []lab.SizeResult{{Class: 1 << 20, Ops: 60, Gbps: 1.5, Latency: &lab.StepLatency{Count: 60, P50: 700, P99: 2000}}, {Class: 16 << 20, Ops: 40}}
+	r.OpenLoop = &lab.OpenLoopResult{Arrival: lab.ArrivalPoisson, QueueLimit: lab.Duration(lab.DefaultQueueLimit), Offered: 300, Achieved: 250, Sent: 900, Late: 40, Dropped: 150}
+	r.Steps = []lab.StepResult{{Step: 0, Offered: 50, Achieved: 50, Latency: &lab.StepLatency{P99: 1000}}, {Step: 1, Offered: 800, Achieved: 400, Dropped: 150}}
+	r.Knee = &lab.Knee{Step: 1, Offered: 800, AchievedRatio: 0.5, Rate: true}
+	r.Probe = &lab.ProbeResult{Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}, Idle: lab.LatencySummary{P99: 300}, Latency: lab.LatencySummary{P99: 5300},
+		AddedP99: 5000, AddedLow: -200, AddedHigh: 9000, Ops: 800}
+	var b strings.Builder
+	WriteSummary(&b, r)
+	for _, want := range []string{
+		"open loop poisson arrivals: offered 300.0/s, achieved 250.0/s; 900 sent, 40 late (> 1ms); NOT SUSTAINABLE: 150 requests dropped past --queue-limit 1s",
+		"GET latency from the intended send p99 3.20ms; service (from the real send) p50 800us p99 1.50ms",
+		"knee      step 1 at 800.0/s: p99 0.00x the first step's, achieved 50% of offered",
+		"GET per size class",
+		"1MiB   60  1.50  700us  2.00ms",
+		"16MiB   40  0.00      -       -",
+		"probe     100B@200: p99 alone 300us, under load 5.30ms: added +5.00ms (band -200us to +9.00ms)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -163,7 +163,7 @@ var rules = []rule{
 	{"--cpu-list", true, func(w *Workload) string { return errMsg(w.CPUList.Validate()) }},
 	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
 	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
-	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.validate()) }},
+	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.Validate()) }},
 }
 
 func errMsg(err error) string {

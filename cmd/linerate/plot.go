@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/plots"
 )
 
@@ -43,7 +44,7 @@ func runPlot(ctx context.Context, args []string) int {
 	format := fs.String("format", "png,svg", "chart formats: png, svg or png,svg")
 	out := fs.String("out", "", "output directory (default RUNDIR/charts)")
 	tables := fs.Bool("tables", false, "print the Markdown tables to stdout and draw nothing")
-	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9")
+	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps, named as bench names them: "+lab.PercentilesForms)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, plotUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

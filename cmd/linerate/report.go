@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/plots"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -38,7 +39,7 @@ func runReport(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	fs.SortFlags = false
 	out := fs.String("out", "", "output file (default RUNDIR/report.html)")
-	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9")
+	percentiles := fs.String("percentiles", "p99,p99.9", "latency percentiles to chart and tabulate beside Gbps, named as bench names them: "+lab.PercentilesForms)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, reportUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -18,8 +18,19 @@ func TestArgs(t *testing.T) {
 			want: "--save '' --appendonly no --io-threads 16 --protected-mode no --maxmemory 60gb"},
 		{name: "local port and bind", s: ServerSettings{Kind: Redis, Version: "7.0.15", Port: 7000, Bind: "127.0.0.1", RequirePass: "pw"},
 			want: "--save '' --appendonly no --protected-mode no --port 7000 --bind 127.0.0.1 --requirepass pw"},
-		{name: "persistence on, protected", s: ServerSettings{Persistence: true, ProtectedMode: true},
-			want: "--protected-mode yes"},
+		{name: "persistence none, protected", s: ServerSettings{Persistence: PersistNone, ProtectedMode: true},
+			want: "--save '' --appendonly no --protected-mode yes"},
+		{name: "rdb", s: ServerSettings{Persistence: PersistRDB},
+			want: "--save '3600 1 300 100 60 10000' --appendonly no --protected-mode no"},
+		{name: "aof every second", s: ServerSettings{Kind: Redis, Version: "7.0.15", Persistence: PersistAOFEverySec},
+			want: "--save '' --appendonly yes --appendfsync everysec --protected-mode no"},
+		{name: "aof always on keydb", s: ServerSettings{Kind: KeyDB, Persistence: PersistAOFAlways},
+			want: "--save '' --appendonly yes --appendfsync always --protected-mode no"},
+		{name: "garnet without persistence", s: ServerSettings{Kind: Garnet, Persistence: PersistNone}, want: ""},
+		{name: "rdb on garnet", s: ServerSettings{Kind: Garnet, Persistence: PersistRDB},
+			refused: "persistence rdb on garnet"},
+		{name: "aof on garnet", s: ServerSettings{Kind: Garnet, Persistence: PersistAOFAlways},
+			refused: "persistence aof-always on garnet"},
 		{name: "acl user and extra flags", s: ServerSettings{User: &ACLUser{"bench", "s3cret"}, Extra: []string{"--hz", "100"}},
 			want: "--save '' --appendonly no --protected-mode no --user bench on >s3cret ~* &* +@all --hz 100"},
 		{name: "keydb threads", s: ServerSettings{Kind: KeyDB, IOThreads: 4},
@@ -50,8 +61,8 @@ func TestArgs(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, a := range args {
-				if a == "" {
-					args[i] = "''"
+				if a == "" || strings.Contains(a, " ") {
+					args[i] = "'" + a + "'"
 				}
 			}
 			if got := strings.Join(args, " "); got != tc.want {
@@ -74,6 +85,7 @@ func TestValidate(t *testing.T) {
 		{ServerSettings{Env: []string{"MALLOC_CONF"}}, "env"},
 		{ServerSettings{User: &ACLUser{Name: "x"}}, "user"},
 		{ServerSettings{Version: "latest"}, "version"},
+		{ServerSettings{Persistence: "sometimes"}, "persistence"},
 	}
 	for _, tc := range tests {
 		err := tc.s.Validate()

@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/lab"
 )
 
@@ -73,7 +74,12 @@ type ServerSettings struct {
 	IOThreads int         `json:"io_threads,omitempty"` // io-threads (main thread included, as the servers count)
 	MaxMemory string      `json:"maxmemory,omitempty"`  // passed as written: the server parses units (60gb)
 	CPUs      lab.CPUList `json:"cpus,omitempty"`       // pin the server here
-	Args      []string    `json:"args,omitempty"`       // more server arguments, e.g. --save ""
+	// Persistence is infra's setting (none, rdb, aof-everysec,
+	// aof-always); "" leaves the launcher's none, as the study ran.
+	Persistence string `json:"persistence,omitempty"`
+	// TLS serves TLS only, with certificates made for the run.
+	TLS  bool     `json:"tls,omitempty"`
+	Args []string `json:"args,omitempty"` // more server arguments, e.g. --save ""
 }
 
 // VersionSpec is one server version: exactly one of Store, Binary, Image.
@@ -366,7 +372,19 @@ func (d *decoder) estimate(n *yaml.Node, path string, e *EstimateParams) {
 // serverSettings decodes a server block into out, which holds the defaults
 // already; extra (may be nil) adds version-level fields.
 func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings, extra map[string]fieldFunc) {
+	var own *yaml.Node // this block's persistence or args: check the two against each other
 	fields := map[string]fieldFunc{
+		"persistence": func(n *yaml.Node, p string) {
+			own = n
+			if s, ok := d.scalar(n, p, "one of "+infra.PersistencesForms); ok {
+				if _, err := infra.ParsePersistence(s); err != nil || s == "" {
+					d.fail(n, p, "%q: use %s", s, infra.PersistencesForms)
+					return
+				}
+				out.Persistence = s
+			}
+		},
+		"tls": func(n *yaml.Node, p string) { d.boolean(n, p, &out.TLS) },
 		"io-threads": func(n *yaml.Node, p string) {
 			var v int64
 			if d.integer(n, p, 1, 128, &v) {
@@ -396,6 +414,7 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 			}
 		},
 		"args": func(n *yaml.Node, p string) {
+			own = n
 			n = deref(n)
 			if n.Kind != yaml.SequenceNode {
 				d.fail(n, p, "want a list of arguments such as [--save, \"\"], got %s", kindName(n))
@@ -424,6 +443,17 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 		fields[k] = f
 	}
 	d.mapping(n, path, fields)
+	if own == nil || out.Persistence == "" {
+		return
+	}
+	for _, a := range out.Args {
+		for _, flag := range infra.PersistenceArgs {
+			if a == flag {
+				d.fail(own, join(path, "args"), "%s sets persistence, which %s already says (%s); give it once", a, join(path, "persistence"), out.Persistence)
+				return
+			}
+		}
+	}
 }
 
 func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) []VersionSpec {

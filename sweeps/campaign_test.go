@@ -49,6 +49,14 @@ func TestCampaignErrors(t *testing.T) {
 		{"bad io-threads", strings.Replace(goodSpec, "workload:", "server: {io-threads: 0}\nworkload:", 1), "t.yaml:5:22: server.io-threads: 0 is outside 1-128"},
 		{"bad maxmemory", strings.Replace(goodSpec, "workload:", "server: {maxmemory: lots}\nworkload:", 1), "server.maxmemory: \"lots\""},
 		{"args not a list", strings.Replace(goodSpec, "workload:", "server: {args: --save}\nworkload:", 1), "server.args: want a list"},
+		{"unknown persistence", strings.Replace(goodSpec, "workload:", "server: {persistence: sometimes}\nworkload:", 1),
+			"t.yaml:5:23: server.persistence: \"sometimes\": use none, rdb, aof-everysec or aof-always"},
+		{"persistence in args too", strings.Replace(goodSpec, "workload:", "server: {persistence: rdb, args: [--appendonly, \"yes\"]}\nworkload:", 1),
+			"server.args: --appendonly sets persistence, which server.persistence already says (rdb); give it once"},
+		{"version persistence over campaign args", strings.Replace(strings.Replace(goodSpec, "workload:", "server: {args: [--save, \"\"]}\nworkload:", 1),
+			"- store: valkey@9.1", "- {store: valkey@9.1, persistence: aof-always}", 1),
+			"versions[0].args: --save sets persistence, which versions[0].persistence already says (aof-always); give it once"},
+		{"tls not a bool", strings.Replace(goodSpec, "workload:", "server: {tls: maybe}\nworkload:", 1), "t.yaml:5:15: server.tls: want true or false"},
 		{"bad order", "order: random\n" + goodSpec, "t.yaml:1:8: order: \"random\": use interleave or shuffle"},
 		{"provider kind not a name", "provider: GCP!\n" + goodSpec, "t.yaml:1:11: provider.kind: \"GCP!\" is not a provider kind"},
 		{"provider without kind", "provider: {region: x}\n" + goodSpec, "t.yaml:1:11: provider.kind: missing"},
@@ -260,5 +268,24 @@ func TestPlanResolvedIDs(t *testing.T) {
 	}
 	if _, err := NewPlan(context.Background(), c, fakeResolver{}); err == nil || !strings.Contains(err.Error(), "versions[0] valkey@9.1") {
 		t.Errorf("unresolvable: %v", err)
+	}
+}
+
+// Persistence is a setting of its own, per campaign and per version:
+// the version's word wins, and a campaign that says nothing keeps the
+// study's none (its args may still say it, as shipped campaigns do).
+func TestCampaignPersistence(t *testing.T) {
+	spec := strings.Replace(strings.Replace(goodSpec, "workload:", "server: {persistence: aof-everysec}\nworkload:", 1),
+		"- image: valkey/valkey:8.1.8", "- {image: valkey/valkey:8.1.8, persistence: aof-always}", 1)
+	c, err := ParseCampaign("t.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{c.Versions[0].Server.Persistence, c.Versions[1].Server.Persistence}; got[0] != "aof-everysec" || got[1] != "aof-always" {
+		t.Errorf("persistence per version %v, want [aof-everysec aof-always]", got)
+	}
+	c, err = ParseCampaign("t.yaml", []byte(goodSpec))
+	if err != nil || c.Versions[0].Server.Persistence != "" {
+		t.Errorf("a campaign without persistence: %q, %v", c.Versions[0].Server.Persistence, err)
 	}
 }

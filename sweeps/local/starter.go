@@ -99,15 +99,17 @@ func (s *Starter) installed(ctx context.Context, v sweeps.VersionSpec) (*servers
 	return inst, err
 }
 
-// Settings maps a campaign version to launcher settings. Persistence and
-// protected mode stay off (infra's zero values), as the study ran.
+// Settings maps a campaign version to launcher settings. Persistence is
+// the campaign's (none when it says nothing, as the study ran); protected
+// mode stays off (infra's zero value).
 func Settings(pv sweeps.PlanVersion, logDir string) infra.ServerSettings {
 	sp := pv.Spec.Server
 	st := infra.ServerSettings{
-		IOThreads: sp.IOThreads,
-		MaxMemory: sp.MaxMemory,
-		Extra:     append([]string(nil), sp.Args...),
-		LogDir:    logDir,
+		IOThreads:   sp.IOThreads,
+		MaxMemory:   sp.MaxMemory,
+		Persistence: infra.Persistence(sp.Persistence),
+		Extra:       append([]string(nil), sp.Args...),
+		LogDir:      logDir,
 	}
 	if len(sp.CPUs) > 0 {
 		st.CPUs = sp.CPUs.String()

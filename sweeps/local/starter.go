@@ -262,6 +262,9 @@ type running struct {
 	// release, when set, runs after Stop: the container watchdog's end.
 	release func()
 	proc    kernel.Identity // read right after the start; zero when unreadable
+
+	ctlMu sync.Mutex
+	ctl   *control.Conn // SampleInfo's connection, kept between reads
 }
 
 // Info keys of a server's process identity in the environment record.
@@ -323,8 +326,46 @@ func (r *running) FlushAll(ctx context.Context) error {
 	return ctl.FlushAll(ctx)
 }
 
+// SampleInfo implements sweeps.InfoSampler on a control connection of
+// its own, kept open between reads (two a second while a persisting
+// version runs) and dialled again after a fault. At is when the first
+// section's reply arrived.
+func (r *running) SampleInfo(ctx context.Context, sections ...string) (sweeps.InfoSample, error) {
+	r.ctlMu.Lock()
+	defer r.ctlMu.Unlock()
+	if r.ctl == nil {
+		c, err := control.DialVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
+		if err != nil {
+			return sweeps.InfoSample{}, err
+		}
+		r.ctl = c
+	}
+	s := sweeps.InfoSample{Fields: map[string]string{}}
+	for i, sec := range sections {
+		m, err := r.ctl.Info(ctx, sec)
+		if err != nil {
+			r.ctl.Close()
+			r.ctl = nil
+			return sweeps.InfoSample{}, err
+		}
+		if i == 0 {
+			s.At = time.Now()
+		}
+		for k, v := range m {
+			s.Fields[k] = v
+		}
+	}
+	return s, nil
+}
+
 func (r *running) Exited() <-chan error { return r.exited }
 func (r *running) Stop(ctx context.Context) error {
+	r.ctlMu.Lock()
+	if r.ctl != nil {
+		r.ctl.Close()
+		r.ctl = nil
+	}
+	r.ctlMu.Unlock()
 	err := r.srv.Stop(ctx)
 	if r.release != nil {
 		r.release()

@@ -97,21 +97,33 @@ const (
 	MetricP99            = sweeps.MetricP99
 	MetricP999           = sweeps.MetricP999
 	MetricServerCPUPerGB = sweeps.MetricServerCPUPerGB
+	MetricMemoryOverhead = sweeps.MetricMemoryOverhead
 )
 
 // sizeMetrics are the value-size charts' and tables' metrics of a group, in
-// order: Gbps, the campaign's latency percentiles, and server CPU per GB
-// when any of the group's cells has server thread metrics.
+// order: Gbps, the campaign's latency percentiles, then server CPU per GB
+// and memory per key over the value size, each when any of the group's
+// cells holds it.
 func sizeMetrics(c *Campaign, g *Group) []string {
 	ms := append([]string{MetricGbps}, c.percentiles()...)
-	for _, s := range g.Series {
-		for _, p := range s.Points {
-			if len(p.values(MetricServerCPUPerGB)) > 0 {
-				return append(ms, MetricServerCPUPerGB)
-			}
+	for _, m := range []string{MetricServerCPUPerGB, MetricMemoryOverhead} {
+		if g.measured(m) {
+			ms = append(ms, m)
 		}
 	}
 	return ms
+}
+
+// measured says whether any cell of the group holds the metric.
+func (g *Group) measured(metric string) bool {
+	for _, s := range g.Series {
+		for _, p := range s.Points {
+			if len(p.values(metric)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Charts describes every chart of a campaign: per group Gbps, each latency
@@ -158,6 +170,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	case metric == MetricServerCPUPerGB:
 		what = "server CPU per GB moved"
 		ch.YLabel = "server CPU-seconds per GB"
+	case metric == MetricMemoryOverhead:
+		what = "memory per key"
+		ch.YLabel = "memory per key over the value size, %"
 	}
 	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
 	ch.Caption = setup.Caption()
@@ -254,6 +269,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	}
 	if kinds[MarkFailed] || kinds[MarkMissing] {
 		note += " Marks on the floor: failed or never measured (a gap in the line)."
+	}
+	if metric == MetricMemoryOverhead {
+		note += " Memory per key: the server's used_memory grown over the keys added (by the prefill, else by the cell), beyond the value size."
 	}
 	if metric == MetricServerCPUPerGB {
 		note += " Server CPU: every server thread's CPU seconds over the measured window (host metrics) per GB of payload moved."

@@ -65,6 +65,8 @@ func formatFigure(metric string, v float64) string {
 		return formatGbps(v)
 	case metric == MetricServerCPUPerGB:
 		return formatCPUPerGB(v)
+	case metric == MetricMemoryOverhead:
+		return trimFloat(v)
 	case sweeps.LatencyPercentile(metric) > 0:
 		return formatLatency(v)
 	}

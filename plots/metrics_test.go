@@ -167,3 +167,59 @@ func TestLinkReference(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Memory per key: when cells carry it (a campaign's runner reads INFO
+// memory around the prefill), each group gets a chart with a line per
+// version of the bytes a key took over its value size, and a table of the
+// same; a run without it gets neither.
+func TestMemoryPerKeyChartAndTable(t *testing.T) {
+	dir := copyRun(t, fixtureRun(t))
+	c := load(t, dir)
+	for id, r := range c.Run.Cells {
+		if r.Result == nil {
+			continue
+		}
+		over := 0.037 // valkey 9.1 measured 3.7 % at 1 MiB here
+		if r.Version.Segment == "valkey-7.2.13" {
+			over = 0.25 // a quarter: jemalloc's next size class
+		}
+		size := float64(r.Workload.ValueSz)
+		editCell(t, dir, id, func(r *sweeps.CellRecord) {
+			r.Memory = &sweeps.MemoryRecord{BytesPerKey: size * (1 + over), Overhead: over, BytesPerKeyFrom: "prefill"}
+		})
+	}
+	c = load(t, dir)
+	byName := chartsByName(c)
+	ch := byName["SET-memory-overhead"]
+	if ch == nil {
+		t.Fatalf("no SET-memory-overhead chart in %v", keys(byName))
+	}
+	lines := map[string]float64{}
+	for _, l := range ch.Lines {
+		lines[l.Label] = l.Points[0].Y
+	}
+	if len(lines) != 4 || lines["valkey-7.2.13"] != 25 || math.Abs(lines["valkey-9.1.0"]-3.7) > 1e-9 {
+		t.Errorf("memory chart lines at the first size: %v\n%s", lines, Describe(ch))
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, Tables(c)); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(md.String(), "SET: memory per key over the value size, %")
+	if i < 0 {
+		t.Fatalf("no SET memory table:\n%s", md.String())
+	}
+	if table := md.String()[i:]; !strings.Contains(table, "| 1 MB | 25 | 3.7") {
+		t.Errorf("SET memory table:\n%s", table[:min(len(table), 600)])
+	}
+	// Without memory figures: neither.
+	for id := range c.Run.Cells {
+		editCell(t, dir, id, func(r *sweeps.CellRecord) { r.Memory = nil })
+	}
+	c = load(t, dir)
+	for name := range chartsByName(c) {
+		if strings.HasSuffix(name, "memory-overhead") {
+			t.Errorf("%s drawn without any memory figure", name)
+		}
+	}
+}

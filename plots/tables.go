@@ -152,6 +152,8 @@ func tableHeading(metric string) string {
 		return "bandwidth delivered, Gbps"
 	case metric == MetricServerCPUPerGB:
 		return "server CPU per GB moved, CPU-seconds"
+	case metric == MetricMemoryOverhead:
+		return "memory per key over the value size, %"
 	}
 	return "latency, " + metric
 }

@@ -18,6 +18,10 @@ const (
 	// thread) over the measured window per GB of payload moved: what a
 	// version spends on a gigabyte. Lower is better.
 	MetricServerCPUPerGB = "server-cpu-per-gb"
+	// MetricMemoryOverhead is what a key cost the server beyond its
+	// value, in percent of the value size (CellRecord.Memory: INFO
+	// used_memory per key added). Lower is better.
+	MetricMemoryOverhead = "memory-overhead"
 )
 
 // MetricInfo says what a metric measures.
@@ -35,6 +39,7 @@ var Metrics = []MetricInfo{
 	{MetricP99, "p99 ms", false},
 	{MetricP999, "p99.9 ms", false},
 	{MetricServerCPUPerGB, "server CPU-s per GB", false},
+	{MetricMemoryOverhead, "memory per key over the value, %", false},
 }
 
 // MetricByName finds a metric: one of Metrics, or any latency percentile
@@ -108,6 +113,11 @@ func CellFigure(r *CellRecord, metric string) (v float64, ok bool) {
 			return 0, false
 		}
 		return cpu / (float64(payload) / 1e9), true
+	case MetricMemoryOverhead:
+		if r.Memory == nil || r.Memory.BytesPerKey <= 0 {
+			return 0, false
+		}
+		return r.Memory.Overhead * 100, true
 	}
 	q := LatencyPercentile(metric)
 	if q == 0 {

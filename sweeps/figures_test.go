@@ -74,7 +74,7 @@ func TestCompareCountsUnmeasured(t *testing.T) {
 	if a := c.Rows[0].A; a.Unmeasured != 2 || a.Stats.N != 0 || c.Rows[0].Mark != "n/a" {
 		t.Errorf("side without host metrics: %+v mark %s", a, c.Rows[0].Mark)
 	}
-	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "p101"}); err == nil || err.Error() != `metric "p101": use gbps, ops, p95, p99, p99.9 (or any pNN such as p99.99) or server-cpu-per-gb` {
+	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "p101"}); err == nil || err.Error() != `metric "p101": use gbps, ops, p95, p99, p99.9 (or any pNN such as p99.99), server-cpu-per-gb or memory-overhead` {
 		t.Errorf("unknown metric: %v", err)
 	}
 }

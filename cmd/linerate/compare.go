@@ -39,7 +39,7 @@ Flags:
 func runCompare(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SortFlags = false
-	metric := fs.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 or any pNN such as p99.99 (ms, the worst op's) or server-cpu-per-gb (server CPU seconds per GB moved)")
+	metric := fs.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 or any pNN such as p99.99 (ms, the worst op's) , server-cpu-per-gb (server CPU seconds per GB moved) or memory-overhead (% a key cost beyond its value)")
 	baseline := fs.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
 	alpha := fs.Float64("alpha", 0.05, "significance level for the * mark")
 	asJSON := fs.Bool("json", false, "print JSON")

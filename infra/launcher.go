@@ -7,12 +7,14 @@ package infra
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab/cpus"
 )
 
@@ -108,7 +110,12 @@ type ServerSettings struct {
 	Extra []string `json:"extra,omitempty"` // passed last, verbatim
 	// Env is added to the server's environment (KEY=VALUE), e.g.
 	// MALLOC_CONF=oversize_threshold:0; it is part of the version's identity.
-	Env          []string      `json:"env,omitempty"`
+	Env []string `json:"env,omitempty"`
+	// TLS serves TLS only: the plain port is closed (--port 0) and Port
+	// is the TLS port. The launcher makes a throwaway CA and server
+	// certificate for the start (infra/tlsgen) unless TLSFiles names some.
+	TLS          bool          `json:"tls,omitempty"`
+	TLSFiles     *tlsgen.Files `json:"-"`
 	StartTimeout time.Duration `json:"-"` // default 15s
 	StopTimeout  time.Duration `json:"-"` // per escalation step; default 5s
 	LogDir       string        `json:"-"` // where server.log is kept; default a new temp dir
@@ -252,7 +259,16 @@ func (s ServerSettings) Args() ([]string, error) {
 	if s.MaxMemory != "" {
 		a = append(a, "--maxmemory", s.MaxMemory)
 	}
-	if s.Port != 0 {
+	switch {
+	case s.TLS && k == Redis && !atLeast(s.Version, 6):
+		return nil, refuse(s, "tls", "TLS arrived in Redis 6.0")
+	case s.TLS && s.Port == 0:
+		return nil, refuse(s, "tls", "the TLS port must be chosen (the plain port is closed)")
+	case s.TLS && s.TLSFiles == nil:
+		return nil, errors.New("server settings tls: no certificate files (the launcher makes them)")
+	case s.TLS:
+		a = append(a, s.TLSFiles.ServerArgs(s.Port, false)...)
+	case s.Port != 0:
 		a = append(a, "--port", strconv.Itoa(s.Port))
 	}
 	if s.Bind != "" {
@@ -294,6 +310,9 @@ func (s ServerSettings) garnetArgs() ([]string, error) {
 	}
 	if s.IOThreads > 0 {
 		return nil, refuse(s, "io-threads", "Garnet has no io-threads; size its thread pool with extra flags (--minthreads, --maxthreads)")
+	}
+	if s.TLS {
+		return nil, refuse(s, "tls", "Garnet takes its certificate as a PFX file (--cert-file-name); not mapped")
 	}
 	if s.IOThreadsDoReads != nil {
 		return nil, refuse(s, "io-threads-do-reads", "Garnet has no such setting")
@@ -377,12 +396,28 @@ type ServerFacts struct {
 	Threads    []ThreadCPUs      `json:"threads,omitempty"`
 	StartedAt  time.Time         `json:"started_at"`
 	ReadyAfter time.Duration     `json:"ready_after_ns"`
+	// TLS is how to reach a TLS-only server; nil for plain TCP.
+	TLS *ServerTLS `json:"tls,omitempty"`
+}
+
+// ServerTLS is what a client needs to trust a TLS-only server: the CA
+// that signed its certificate and the name to check it against.
+type ServerTLS struct {
+	CAFile     string `json:"ca_file"`     // on the host that started it
+	CA         []byte `json:"-"`           // the CA certificate, PEM
+	ServerName string `json:"server_name"` // what the certificate names: the bind address
+}
+
+// ClientConfig trusts the server's CA only (not the system's roots) and
+// checks its certificate names ServerName.
+func (t *ServerTLS) ClientConfig() (*tls.Config, error) {
+	return (&tlsgen.Bundle{CACert: t.CA}).ClientConfig(t.ServerName)
 }
 
 // ConfigKeys are read back with CONFIG GET after start, so a record holds
 // what the server really runs with, not only what was asked.
 var ConfigKeys = []string{"port", "bind", "io-threads", "io-threads-do-reads", "server-threads", "maxmemory",
-	"maxmemory-policy", "save", "appendonly", "appendfsync", "protected-mode"}
+	"maxmemory-policy", "save", "appendonly", "appendfsync", "protected-mode", "tls-port"}
 
 // Exit is how a server ended.
 type Exit struct {

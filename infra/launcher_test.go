@@ -4,15 +4,19 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/infra/tlsgen"
 )
 
 func TestArgs(t *testing.T) {
 	yes := true
+	files := tlsgen.Files{CA: "/r/ca.crt", ServerCert: "/r/server.crt", ServerKey: "/r/server.key"}
 	tests := []struct {
 		name    string
 		s       ServerSettings
 		want    string // argv joined by spaces, '' for the empty string
 		refused string // part of the error when refused
+		err     string // part of an error that is not a refusal
 	}{
 		{name: "the study's settings", s: ServerSettings{IOThreads: 16, MaxMemory: "60gb"},
 			want: "--save '' --appendonly no --io-threads 16 --protected-mode no --maxmemory 60gb"},
@@ -47,10 +51,25 @@ func TestArgs(t *testing.T) {
 			refused: "ACL users arrived in Redis 6.0"},
 		{name: "io-threads on garnet", s: ServerSettings{Kind: Garnet, IOThreads: 4},
 			refused: "Garnet has no io-threads"},
+		{name: "tls only", s: ServerSettings{Kind: Redis, Version: "7.0.15", Port: 7000, TLS: true, TLSFiles: &files},
+			want: "--save '' --appendonly no --protected-mode no --port 0 --tls-port 7000 --tls-cert-file /r/server.crt --tls-key-file /r/server.key --tls-ca-cert-file /r/ca.crt --tls-auth-clients no"},
+		{name: "tls on redis 5", s: ServerSettings{Kind: Redis, Version: "5.0.14", Port: 7000, TLS: true, TLSFiles: &files},
+			refused: "TLS arrived in Redis 6.0"},
+		{name: "tls on garnet", s: ServerSettings{Kind: Garnet, Port: 7000, TLS: true, TLSFiles: &files},
+			refused: "tls on garnet"},
+		{name: "tls without certificate files", s: ServerSettings{TLS: true, Port: 7000}, err: "server settings tls: no certificate files"},
+		{name: "tls without a port", s: ServerSettings{TLS: true, TLSFiles: &files},
+			refused: "tls on valkey (any version): the TLS port must be chosen"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args, err := tc.s.Args()
+			if tc.err != "" {
+				if err == nil || errors.Is(err, ErrUnsupportedSetting) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
 			if tc.refused != "" {
 				if !errors.Is(err, ErrUnsupportedSetting) || !strings.Contains(err.Error(), tc.refused) {
 					t.Fatalf("err = %v, want ErrUnsupportedSetting containing %q", err, tc.refused)

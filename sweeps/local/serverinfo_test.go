@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -113,3 +114,26 @@ workload:
 }
 
 var _ sweeps.InfoSampler = (*running)(nil)
+
+// A version with server.tls starts TLS-only, and what the runner asks of
+// it between and during cells (FLUSHALL, INFO memory and forks) goes over
+// TLS with the run's CA.
+func TestStarterTLSVersion(t *testing.T) {
+	ctx := context.Background()
+	pv := sweeps.PlanVersion{Spec: sweeps.VersionSpec{Binary: redisBinary(t), Label: "tls", Server: sweeps.ServerSettings{TLS: true}}, Segment: "tls"}
+	srv, err := (&Starter{}).Start(ctx, pv, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(ctx)
+	if info, _ := srv.Info(ctx); info["config:port"] != "0" || info["config:tls-port"] == "" || info["config:tls-port"] == "0" {
+		t.Errorf("not TLS-only: port %q, tls-port %q", info["config:port"], info["config:tls-port"])
+	}
+	if err := srv.FlushAll(ctx); err != nil {
+		t.Errorf("FLUSHALL over TLS: %v", err)
+	}
+	s, err := srv.(sweeps.InfoSampler).SampleInfo(ctx, "memory", "keyspace")
+	if err != nil || s.Fields["used_memory"] == "" {
+		t.Errorf("INFO over TLS: %v, %v", s.Fields, err)
+	}
+}

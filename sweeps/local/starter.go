@@ -108,6 +108,7 @@ func Settings(pv sweeps.PlanVersion, logDir string) infra.ServerSettings {
 		IOThreads:   sp.IOThreads,
 		MaxMemory:   sp.MaxMemory,
 		Persistence: infra.Persistence(sp.Persistence),
+		TLS:         sp.TLS,
 		Extra:       append([]string(nil), sp.Args...),
 		LogDir:      logDir,
 	}
@@ -246,7 +247,13 @@ func (s *Starter) adopt(ctx context.Context, srv infra.Server) (*running, error)
 		r.proc, _ = kernel.FS{}.Identity(pid)
 	}
 	if s.Net != nil {
-		r.dial = s.Net.Dial
+		r.ctlOpt.Dial = s.Net.Dial
+	}
+	if t := srv.Facts().TLS; t != nil {
+		if r.ctlOpt.TLS, err = t.ClientConfig(); err != nil {
+			_ = srv.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("server %s: %w", srv.Addr(), err)
+		}
 	}
 	go r.watch()
 	return r, nil
@@ -257,7 +264,7 @@ type running struct {
 	srv    infra.Server
 	host   string
 	port   int
-	dial   control.Dialer // nil: this host's network
+	ctlOpt control.Options // how the control plane reaches it: another namespace, TLS
 	exited chan error
 	// release, when set, runs after Stop: the container watchdog's end.
 	release func()
@@ -318,7 +325,7 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 }
 
 func (r *running) FlushAll(ctx context.Context) error {
-	ctl, err := control.DialVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
+	ctl, err := control.DialWith(ctx, lab.Workload{Host: r.host, Port: r.port}, r.ctlOpt)
 	if err != nil {
 		return err
 	}
@@ -334,7 +341,7 @@ func (r *running) SampleInfo(ctx context.Context, sections ...string) (sweeps.In
 	r.ctlMu.Lock()
 	defer r.ctlMu.Unlock()
 	if r.ctl == nil {
-		c, err := control.DialVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
+		c, err := control.DialWith(ctx, lab.Workload{Host: r.host, Port: r.port}, r.ctlOpt)
 		if err != nil {
 			return sweeps.InfoSample{}, err
 		}

@@ -115,6 +115,7 @@ func TestHostileInputIsRefused(t *testing.T) {
 		campaign("plan", "server cpus endless", strings.Replace(hostileCampaign(""), "versions:", "server: {cpus: 0-9223372036854775807}\nversions:", 1), "server.cpus", ":3:16"),
 		campaign("plan", "persistence unknown", strings.Replace(hostileCampaign(""), "versions:", "server: {persistence: \"aof-always; rm -rf /\"}\nversions:", 1), "server.persistence", ":3:23"),
 		campaign("plan", "persistence twice", strings.Replace(hostileCampaign(""), "versions:", "server: {persistence: rdb, args: [--save, \"1 1\"]}\nversions:", 1), "server.args", ":3:34"),
+		campaign("plan", "tls not a bool", strings.Replace(hostileCampaign(""), "versions:", "server: {tls: 1e309}\nversions:", 1), "server.tls", ":3:15"),
 		campaign("run", "persistence unknown", strings.Replace(hostileCampaign(""), "versions:", "server: {persistence: 1e309}\nversions:", 1), "server.persistence", ":3:23"),
 		campaign("plan", "zipf NaN", hostileCampaign("  key-dist: zipf:NaN\n"), "workload.key-dist", ":8:13"),
 		campaign("plan", "zipf Inf", hostileCampaign("  key-dist: zipf:Inf\n"), "workload.key-dist", ":8:13"),

@@ -113,7 +113,7 @@ var cellColumns = []column{
 	col("errors", Int, "failed requests in the window", figure(func(r *row) any { return sumErrors(r.o.Errors) })),
 	col("p50_ms", Float, "latency p50, ms (first byte sent to last byte received)", latency(func(l lab.LatencySummary) float64 { return l.P50 })),
 	col("p90_ms", Float, "latency p90, ms", latency(func(l lab.LatencySummary) float64 { return l.P90 })),
-	col("p95_ms", Float, "latency p95, ms (from the stored histogram)", figure(func(r *row) any { return p95(r.o.Latency) })),
+	col("p95_ms", Float, "latency p95, ms (the histogram's, also in records older than the p95 field)", figure(func(r *row) any { return p95(r.o.Latency) })),
 	col("p99_ms", Float, "latency p99, ms", latency(func(l lab.LatencySummary) float64 { return l.P99 })),
 	col("p99_9_ms", Float, "latency p99.9, ms", latency(func(l lab.LatencySummary) float64 { return l.P999 })),
 	col("max_ms", Float, "latency max, ms", latency(func(l lab.LatencySummary) float64 { return l.Max })),
@@ -236,7 +236,7 @@ func p95(l lab.LatencySummary) any {
 	if l.Count == 0 {
 		return nil
 	}
-	v, err := l.ValueAt(95)
+	v, err := l.At(95) // the field, or the histogram of a record older than it
 	if err != nil {
 		return nil
 	}

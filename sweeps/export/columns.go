@@ -68,7 +68,7 @@ var prefixColumns = []column{
 	col("key_size", Int, "--key-size", func(r *row) any { return int64(r.w.KeySize) }),
 	col("ratio_get", Int, "-r, the GET weight", func(r *row) any { return int64(r.w.Ratio.Gets) }),
 	col("ratio_set", Int, "-r, the SET weight", func(r *row) any { return int64(r.w.Ratio.Sets) }),
-	col("key_dist", String, "--key-dist (uniform, sequential, zipf:1.1)", func(r *row) any { return str(r.w.KeyDist.String()) }),
+	col("key_dist", String, "--key-dist (uniform, sequential, zipf:0.9, gaussian:0.5,0.1)", func(r *row) any { return str(r.w.KeyDist.String()) }),
 	col("prefill", Bool, "--prefill", func(r *row) any { return r.w.Prefill }),
 	col("warmup_s", Float, "--warmup, seconds", func(r *row) any { return r.w.Warmup.Seconds() }),
 	col("duration_s", Float, "-d, seconds", func(r *row) any { return r.w.Duration.Seconds() }),

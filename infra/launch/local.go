@@ -92,8 +92,14 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	} else if err := portFree(l.Net, s.Bind, s.Port); err != nil {
 		return nil, err
 	}
-	if _, err := s.Args(); err != nil && !s.TLS {
-		return nil, err // refused before a log directory or certificate is made
+	// Refused before a log directory or certificate is made; the
+	// certificate files are only named once they exist.
+	probe := s
+	if probe.TLS && probe.TLSFiles == nil {
+		probe.TLSFiles = &tlsgen.Files{}
+	}
+	if _, err := probe.Args(); err != nil {
+		return nil, err
 	}
 	logDir := s.LogDir
 	var err error

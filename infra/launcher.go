@@ -7,12 +7,14 @@ package infra
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab/cpus"
 )
 
@@ -36,6 +38,47 @@ var Kinds = []Kind{Valkey, Redis, KeyDB, Garnet}
 // through to a server that would reject it or crash.
 var ErrUnsupportedSetting = errors.New("setting not supported by this server")
 
+// Persistence is what a server keeps on disk while it serves: nothing
+// (the study's setting), RDB snapshots, or an append-only file synced
+// every second or on every write. The zero value is none.
+type Persistence string
+
+// Persistence settings.
+const (
+	PersistNone        Persistence = "none"
+	PersistRDB         Persistence = "rdb"
+	PersistAOFEverySec Persistence = "aof-everysec"
+	PersistAOFAlways   Persistence = "aof-always"
+)
+
+// Persistences lists every setting, for messages.
+var Persistences = []Persistence{PersistNone, PersistRDB, PersistAOFEverySec, PersistAOFAlways}
+
+// PersistencesForms is the accepted values, for messages.
+const PersistencesForms = "none, rdb, aof-everysec or aof-always"
+
+// ParsePersistence reads a persistence setting; "" is none.
+func ParsePersistence(s string) (Persistence, error) {
+	if s == "" {
+		return PersistNone, nil
+	}
+	for _, p := range Persistences {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q: use %s", s, PersistencesForms)
+}
+
+// RDBSchedule is the snapshot schedule rdb runs with: Redis 7's default,
+// written out, so every version and kind snapshots alike whatever its own
+// default is (older ones save after 15 minutes instead of an hour).
+const RDBSchedule = "3600 1 300 100 60 10000"
+
+// PersistenceArgs are the flags that set persistence: a campaign's raw
+// args naming one of them would fight the setting.
+var PersistenceArgs = []string{"--save", "--appendonly", "--appendfsync"}
+
 // ACLUser is a user created at start with every permission.
 type ACLUser struct {
 	Name     string `json:"name"`
@@ -55,19 +98,24 @@ type ServerSettings struct {
 	// IOThreadsDoReads sets io-threads-do-reads; nil leaves it unset. Valkey 8
 	// made reads always threaded and Redis 8 reworked I/O threads, so it is
 	// refused there.
-	IOThreadsDoReads *bool    `json:"io_threads_do_reads,omitempty"`
-	MaxMemory        string   `json:"maxmemory,omitempty"` // e.g. 60gb; "" leaves the default
-	Persistence      bool     `json:"persistence"`         // false: --save '' --appendonly no, as the study ran
-	ProtectedMode    bool     `json:"protected_mode"`      // false: --protected-mode no, as the study ran
-	RequirePass      string   `json:"-"`
-	User             *ACLUser `json:"user,omitempty"`
+	IOThreadsDoReads *bool       `json:"io_threads_do_reads,omitempty"`
+	MaxMemory        string      `json:"maxmemory,omitempty"`   // e.g. 60gb; "" leaves the default
+	Persistence      Persistence `json:"persistence,omitempty"` // "" or none: --save '' --appendonly no, as the study ran
+	ProtectedMode    bool        `json:"protected_mode"`        // false: --protected-mode no, as the study ran
+	RequirePass      string      `json:"-"`
+	User             *ACLUser    `json:"user,omitempty"`
 	// CPUs is the CPU list the server is pinned to ("8-23", "0,2-3"); ""
 	// leaves it unpinned.
 	CPUs  string   `json:"cpus,omitempty"`
 	Extra []string `json:"extra,omitempty"` // passed last, verbatim
 	// Env is added to the server's environment (KEY=VALUE), e.g.
 	// MALLOC_CONF=oversize_threshold:0; it is part of the version's identity.
-	Env          []string      `json:"env,omitempty"`
+	Env []string `json:"env,omitempty"`
+	// TLS serves TLS only: the plain port is closed (--port 0) and Port
+	// is the TLS port. The launcher makes a throwaway CA and server
+	// certificate for the start (infra/tlsgen) unless TLSFiles names some.
+	TLS          bool          `json:"tls,omitempty"`
+	TLSFiles     *tlsgen.Files `json:"-"`
 	StartTimeout time.Duration `json:"-"` // default 15s
 	StopTimeout  time.Duration `json:"-"` // per escalation step; default 5s
 	LogDir       string        `json:"-"` // where server.log is kept; default a new temp dir
@@ -97,6 +145,9 @@ func (s ServerSettings) Validate() error {
 	}
 	if s.Version != "" && !validVersion(s.Version) {
 		return fmt.Errorf("server settings version: %q is not a dotted version like 9.1.2", s.Version)
+	}
+	if _, err := ParsePersistence(string(s.Persistence)); err != nil {
+		return fmt.Errorf("server settings persistence: %w", err)
 	}
 	return nil
 }
@@ -180,8 +231,15 @@ func (s ServerSettings) Args() ([]string, error) {
 	}
 	k := s.KindOrDefault()
 	var a []string
-	if !s.Persistence {
+	switch p, _ := ParsePersistence(string(s.Persistence)); p { // Validate read it
+	case PersistNone:
 		a = append(a, "--save", "", "--appendonly", "no")
+	case PersistRDB:
+		a = append(a, "--save", RDBSchedule, "--appendonly", "no")
+	case PersistAOFEverySec:
+		a = append(a, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec")
+	case PersistAOFAlways:
+		a = append(a, "--save", "", "--appendonly", "yes", "--appendfsync", "always")
 	}
 	if s.IOThreads > 0 {
 		switch {
@@ -201,7 +259,16 @@ func (s ServerSettings) Args() ([]string, error) {
 	if s.MaxMemory != "" {
 		a = append(a, "--maxmemory", s.MaxMemory)
 	}
-	if s.Port != 0 {
+	switch {
+	case s.TLS && k == Redis && !atLeast(s.Version, 6):
+		return nil, refuse(s, "tls", "TLS arrived in Redis 6.0")
+	case s.TLS && s.Port == 0:
+		return nil, refuse(s, "tls", "the TLS port must be chosen (the plain port is closed)")
+	case s.TLS && s.TLSFiles == nil:
+		return nil, errors.New("server settings tls: no certificate files (the launcher makes them)")
+	case s.TLS:
+		a = append(a, s.TLSFiles.ServerArgs(s.Port, false)...)
+	case s.Port != 0:
 		a = append(a, "--port", strconv.Itoa(s.Port))
 	}
 	if s.Bind != "" {
@@ -233,14 +300,19 @@ func (s ServerSettings) Args() ([]string, error) {
 }
 
 // garnetArgs maps the settings onto Garnet's own options. Garnet keeps
-// nothing on disk unless asked, so persistence off needs no flag.
+// nothing on disk unless asked, so persistence off needs no flag; its
+// checkpoints and AOF commit frequencies are not mapped onto rdb and the
+// aof settings (give its own flags as extra arguments).
 func (s ServerSettings) garnetArgs() ([]string, error) {
 	var a []string
-	if s.Persistence {
-		a = append(a, "--aof")
+	if p := s.Persistence; p != "" && p != PersistNone {
+		return nil, refuse(s, "persistence "+string(p), "Garnet's checkpoints and AOF commit frequency are not mapped; give its own flags (--aof, --aof-commit-freq) as extra arguments")
 	}
 	if s.IOThreads > 0 {
 		return nil, refuse(s, "io-threads", "Garnet has no io-threads; size its thread pool with extra flags (--minthreads, --maxthreads)")
+	}
+	if s.TLS {
+		return nil, refuse(s, "tls", "Garnet takes its certificate as a PFX file (--cert-file-name); not mapped")
 	}
 	if s.IOThreadsDoReads != nil {
 		return nil, refuse(s, "io-threads-do-reads", "Garnet has no such setting")
@@ -324,12 +396,28 @@ type ServerFacts struct {
 	Threads    []ThreadCPUs      `json:"threads,omitempty"`
 	StartedAt  time.Time         `json:"started_at"`
 	ReadyAfter time.Duration     `json:"ready_after_ns"`
+	// TLS is how to reach a TLS-only server; nil for plain TCP.
+	TLS *ServerTLS `json:"tls,omitempty"`
+}
+
+// ServerTLS is what a client needs to trust a TLS-only server: the CA
+// that signed its certificate and the name to check it against.
+type ServerTLS struct {
+	CAFile     string `json:"ca_file"`     // on the host that started it
+	CA         []byte `json:"-"`           // the CA certificate, PEM
+	ServerName string `json:"server_name"` // what the certificate names: the bind address
+}
+
+// ClientConfig trusts the server's CA only (not the system's roots) and
+// checks its certificate names ServerName.
+func (t *ServerTLS) ClientConfig() (*tls.Config, error) {
+	return (&tlsgen.Bundle{CACert: t.CA}).ClientConfig(t.ServerName)
 }
 
 // ConfigKeys are read back with CONFIG GET after start, so a record holds
 // what the server really runs with, not only what was asked.
 var ConfigKeys = []string{"port", "bind", "io-threads", "io-threads-do-reads", "server-threads", "maxmemory",
-	"maxmemory-policy", "save", "appendonly", "protected-mode"}
+	"maxmemory-policy", "save", "appendonly", "appendfsync", "protected-mode", "tls-port"}
 
 // Exit is how a server ended.
 type Exit struct {

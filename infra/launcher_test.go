@@ -4,22 +4,37 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/infra/tlsgen"
 )
 
 func TestArgs(t *testing.T) {
 	yes := true
+	files := tlsgen.Files{CA: "/r/ca.crt", ServerCert: "/r/server.crt", ServerKey: "/r/server.key"}
 	tests := []struct {
 		name    string
 		s       ServerSettings
 		want    string // argv joined by spaces, '' for the empty string
 		refused string // part of the error when refused
+		err     string // part of an error that is not a refusal
 	}{
 		{name: "the study's settings", s: ServerSettings{IOThreads: 16, MaxMemory: "60gb"},
 			want: "--save '' --appendonly no --io-threads 16 --protected-mode no --maxmemory 60gb"},
 		{name: "local port and bind", s: ServerSettings{Kind: Redis, Version: "7.0.15", Port: 7000, Bind: "127.0.0.1", RequirePass: "pw"},
 			want: "--save '' --appendonly no --protected-mode no --port 7000 --bind 127.0.0.1 --requirepass pw"},
-		{name: "persistence on, protected", s: ServerSettings{Persistence: true, ProtectedMode: true},
-			want: "--protected-mode yes"},
+		{name: "persistence none, protected", s: ServerSettings{Persistence: PersistNone, ProtectedMode: true},
+			want: "--save '' --appendonly no --protected-mode yes"},
+		{name: "rdb", s: ServerSettings{Persistence: PersistRDB},
+			want: "--save '3600 1 300 100 60 10000' --appendonly no --protected-mode no"},
+		{name: "aof every second", s: ServerSettings{Kind: Redis, Version: "7.0.15", Persistence: PersistAOFEverySec},
+			want: "--save '' --appendonly yes --appendfsync everysec --protected-mode no"},
+		{name: "aof always on keydb", s: ServerSettings{Kind: KeyDB, Persistence: PersistAOFAlways},
+			want: "--save '' --appendonly yes --appendfsync always --protected-mode no"},
+		{name: "garnet without persistence", s: ServerSettings{Kind: Garnet, Persistence: PersistNone}, want: ""},
+		{name: "rdb on garnet", s: ServerSettings{Kind: Garnet, Persistence: PersistRDB},
+			refused: "persistence rdb on garnet"},
+		{name: "aof on garnet", s: ServerSettings{Kind: Garnet, Persistence: PersistAOFAlways},
+			refused: "persistence aof-always on garnet"},
 		{name: "acl user and extra flags", s: ServerSettings{User: &ACLUser{"bench", "s3cret"}, Extra: []string{"--hz", "100"}},
 			want: "--save '' --appendonly no --protected-mode no --user bench on >s3cret ~* &* +@all --hz 100"},
 		{name: "keydb threads", s: ServerSettings{Kind: KeyDB, IOThreads: 4},
@@ -36,10 +51,25 @@ func TestArgs(t *testing.T) {
 			refused: "ACL users arrived in Redis 6.0"},
 		{name: "io-threads on garnet", s: ServerSettings{Kind: Garnet, IOThreads: 4},
 			refused: "Garnet has no io-threads"},
+		{name: "tls only", s: ServerSettings{Kind: Redis, Version: "7.0.15", Port: 7000, TLS: true, TLSFiles: &files},
+			want: "--save '' --appendonly no --protected-mode no --port 0 --tls-port 7000 --tls-cert-file /r/server.crt --tls-key-file /r/server.key --tls-ca-cert-file /r/ca.crt --tls-auth-clients no"},
+		{name: "tls on redis 5", s: ServerSettings{Kind: Redis, Version: "5.0.14", Port: 7000, TLS: true, TLSFiles: &files},
+			refused: "TLS arrived in Redis 6.0"},
+		{name: "tls on garnet", s: ServerSettings{Kind: Garnet, Port: 7000, TLS: true, TLSFiles: &files},
+			refused: "tls on garnet"},
+		{name: "tls without certificate files", s: ServerSettings{TLS: true, Port: 7000}, err: "server settings tls: no certificate files"},
+		{name: "tls without a port", s: ServerSettings{TLS: true, TLSFiles: &files},
+			refused: "tls on valkey (any version): the TLS port must be chosen"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args, err := tc.s.Args()
+			if tc.err != "" {
+				if err == nil || errors.Is(err, ErrUnsupportedSetting) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
 			if tc.refused != "" {
 				if !errors.Is(err, ErrUnsupportedSetting) || !strings.Contains(err.Error(), tc.refused) {
 					t.Fatalf("err = %v, want ErrUnsupportedSetting containing %q", err, tc.refused)
@@ -50,8 +80,8 @@ func TestArgs(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, a := range args {
-				if a == "" {
-					args[i] = "''"
+				if a == "" || strings.Contains(a, " ") {
+					args[i] = "'" + a + "'"
 				}
 			}
 			if got := strings.Join(args, " "); got != tc.want {
@@ -74,6 +104,7 @@ func TestValidate(t *testing.T) {
 		{ServerSettings{Env: []string{"MALLOC_CONF"}}, "env"},
 		{ServerSettings{User: &ACLUser{Name: "x"}}, "user"},
 		{ServerSettings{Version: "latest"}, "version"},
+		{ServerSettings{Persistence: "sometimes"}, "persistence"},
 	}
 	for _, tc := range tests {
 		err := tc.s.Validate()

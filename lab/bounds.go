@@ -167,7 +167,7 @@ var rules = []rule{
 	{"--cpu-list", true, func(w *Workload) string { return errMsg(w.CPUList.Validate()) }},
 	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
 	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
-	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.validate()) }},
+	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.Validate()) }},
 	// Open loop (issue 13).
 	{"--rate", true, func(w *Workload) string {
 		if w.Rate.IsZero() {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/keys"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -45,15 +46,33 @@ func TestParseRatioIsBounded(t *testing.T) {
 	}
 }
 
-func TestParseKeyDistIsBounded(t *testing.T) {
-	for _, in := range []string{"zipf:NaN", "zipf:Inf", "zipf:-Inf", "zipf:1", "zipf:1.0000000000000002", "zipf:10.5", "zipf:1e300", "uniform:NaN"} {
-		if d, err := lab.ParseKeyDist(in); err == nil {
-			t.Errorf("ParseKeyDist(%q) = %v, want an error", in, d)
+// --key-dist takes zipf for any exponent above 0 (the sampler is exact
+// there, lab/keys) and a gaussian; NaN, infinities and out-of-range
+// parameters are refused, read through the bench flag as a user gives them.
+func TestKeyDistFlagIsBounded(t *testing.T) {
+	parse := func(in string) (lab.Workload, error) {
+		var w lab.Workload
+		fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+		lab.BindFlags(fs, &w)
+		err := fs.Parse([]string{"--key-dist", in})
+		if err == nil {
+			err = w.Resolve().Validate()
+		}
+		return w, err
+	}
+	for _, in := range []string{"zipf:NaN", "zipf:Inf", "zipf:-Inf", "zipf:0", "zipf:-1", "zipf:10.5", "zipf:1e300", "uniform:NaN",
+		"gaussian:0.5", "gaussian:NaN,0.1", "gaussian:0.5,0", "gaussian:1.5,0.1", "gaussian:0.5,Inf"} {
+		if w, err := parse(in); err == nil {
+			t.Errorf("--key-dist %s accepted as %v, want an error", in, w.KeyDist)
+		} else if !strings.Contains(err.Error(), "key-dist") {
+			t.Errorf("--key-dist %s: %v; want the flag named", in, err)
 		}
 	}
-	for _, in := range []string{"zipf:1.001", "zipf:1.1", "zipf:10"} {
-		if _, err := lab.ParseKeyDist(in); err != nil {
-			t.Errorf("ParseKeyDist(%q): %v", in, err)
+	for _, in := range []string{"zipf:0.5", "zipf:0.9", "zipf:1", "zipf:1.001", "zipf:1.4", "zipf:10", "gaussian:0.5,0.1", "sequential"} {
+		if w, err := parse(in); err != nil {
+			t.Errorf("--key-dist %s: %v", in, err)
+		} else if w.KeyDist.String() != in {
+			t.Errorf("--key-dist %s reads back as %q", in, w.KeyDist.String())
 		}
 	}
 }
@@ -77,7 +96,8 @@ func TestValidateBounds(t *testing.T) {
 		{"request timeout", func(w *lab.Workload) { w.RequestTimeout = lab.Duration(2 * time.Hour) }, "--request-timeout"},
 		{"series memory", func(w *lab.Workload) { w.Connections, w.Threads, w.Duration = 64, 64, lab.Duration(3*time.Hour) }, "-d/--duration"},
 		{"ratio overflow", func(w *lab.Workload) { w.Ratio = lab.Ratio{Gets: math.MaxInt, Sets: 1} }, "-r/--ratio"},
-		{"zipf NaN", func(w *lab.Workload) { w.KeyDist = lab.KeyDist{Kind: lab.KeyZipf, Alpha: math.NaN()} }, "--key-dist"},
+		{"zipf NaN", func(w *lab.Workload) { w.KeyDist = keys.Dist{Kind: keys.Zipf, Alpha: math.NaN()} }, "--key-dist"},
+		{"gaussian sd NaN", func(w *lab.Workload) { w.KeyDist = keys.Dist{Kind: keys.Gaussian, Mean: 0.5, SD: math.NaN()} }, "--key-dist"},
 		{"cpu too high", func(w *lab.Workload) { w.CPUList = lab.CPUList{0, lab.MaxCPUs} }, "--cpu-list"},
 		{"cpu twice", func(w *lab.Workload) { w.CPUList = lab.CPUList{3, 3} }, "--cpu-list"},
 	} {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/lab/keys"
 )
 
 // BindFlags registers the bench flags on fs, writing into w. The names and
@@ -31,7 +33,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	w.Ratio = def.Ratio
 	fs.VarP(&w.Ratio, "ratio", "r", "operation mix: "+RatioForms)
 	w.KeyDist = def.KeyDist
-	fs.Var(&w.KeyDist, "key-dist", "key distribution: "+KeyDistForms)
+	fs.Var(&w.KeyDist, "key-dist", "key distribution: "+keys.Forms+"; keys are drawn per connection from --seed")
 	// Not a workload field: an acknowledgement the CLI reads back with
 	// fs.GetBool (CheckKeyspaceHabit); Args sends it when it is needed.
 	fs.Bool("keyspace-large", false, fmt.Sprintf("allow -n above %d with values of %s or more (-n is distinct keys, not a request count)", LargeKeyspace, LargeKeyspaceValue))

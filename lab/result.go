@@ -166,6 +166,7 @@ type LatencySummary struct {
 	Count   int64   `json:"count"`
 	P50     float64 `json:"p50"`
 	P90     float64 `json:"p90"`
+	P95     float64 `json:"p95"` // absent in records written before linerate kept it: At reads the histogram
 	P99     float64 `json:"p99"`
 	P999    float64 `json:"p99_9"`
 	Max     float64 `json:"max"`
@@ -174,6 +175,9 @@ type LatencySummary struct {
 	// Histogram is the HDR V2 compressed encoding (base64), mergeable across
 	// runs with Histogram.Merge after decoding.
 	Histogram string `json:"histogram"`
+	// Percentiles are the percentiles --percentiles asked for that have no
+	// field above ("p99.99": µs), read from Histogram; absent when none.
+	Percentiles map[string]float64 `json:"percentiles,omitempty"`
 }
 
 // VerifyCounts says how many replies were checked and how many failed.

@@ -46,6 +46,7 @@ func Summarize(h *hdr.Histogram) (LatencySummary, error) {
 	if s.Count > 0 {
 		s.P50 = float64(h.ValueAtQuantile(50))
 		s.P90 = float64(h.ValueAtQuantile(90))
+		s.P95 = float64(h.ValueAtQuantile(95))
 		s.P99 = float64(h.ValueAtQuantile(99))
 		s.P999 = float64(h.ValueAtQuantile(99.9))
 		s.Max = float64(h.Max())

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/linerate/linerate/lab/keys"
 )
 
 func TestParseSize(t *testing.T) {
@@ -90,7 +92,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{func(w *Workload) { w.Pipeline = 0 }, "-P/--pipeline"},
 		{func(w *Workload) { w.Engine = "memtier" }, "--engine"},
 		{func(w *Workload) { w.Verify = "some" }, "--verify"},
-		{func(w *Workload) { w.KeyDist = KeyDist{Kind: KeyZipf, Alpha: 0.5} }, "--key-dist"},
+		{func(w *Workload) { w.KeyDist = keys.Dist{Kind: keys.Zipf, Alpha: 0} }, "--key-dist"},
+		{func(w *Workload) { w.KeyDist = keys.Dist{Kind: keys.Gaussian, Mean: 0.5} }, "--key-dist"},
 	} {
 		w := base
 		tc.mut(&w)
@@ -111,7 +114,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	w := Workload{
 		Host: "198.18.0.1", Port: 6380, User: "bench", Connections: 32, Pipeline: 2, Threads: 16,
 		CPUList: CPUList{4, 5, 6, 7}, Keyspace: 500, KeySize: 16, ValueSz: OneSize(8 << 20),
-		Ratio: Ratio{Gets: 90, Sets: 10}, KeyDist: KeyDist{Kind: KeyZipf, Alpha: 1.1}, Prefill: true,
+		Ratio: Ratio{Gets: 90, Sets: 10}, KeyDist: keys.Dist{Kind: keys.Gaussian, Mean: 0.25, SD: 0.1}, Prefill: true,
 		Warmup: Duration(5 * time.Second), Duration: Duration(15 * time.Second), Verify: VerifyFull, Seed: 42,
 	}.Resolve()
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)

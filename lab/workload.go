@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linerate/linerate/lab/keys"
 )
 
 // Workload is everything one bench run's load is. It is the contract between
@@ -23,14 +25,14 @@ type Workload struct {
 	Threads     int     `json:"threads"`     // worker OS threads
 	CPUList     CPUList `json:"cpu_list,omitempty"`
 
-	Keyspace int      `json:"keyspace"`
-	KeySize  int      `json:"key_size"`
-	ValueSz  SizeMix  `json:"value_size"` // one size, weighted sizes or a range
-	Ratio    Ratio    `json:"ratio"`
-	KeyDist  KeyDist  `json:"key_dist"`
-	Prefill  bool     `json:"prefill"`
-	Warmup   Duration `json:"warmup"`
-	Duration Duration `json:"duration"`
+	Keyspace int       `json:"keyspace"`
+	KeySize  int       `json:"key_size"`
+	ValueSz  SizeMix   `json:"value_size"` // one size, weighted sizes or a range
+	Ratio    Ratio     `json:"ratio"`
+	KeyDist  keys.Dist `json:"key_dist"`
+	Prefill  bool      `json:"prefill"`
+	Warmup   Duration  `json:"warmup"`
+	Duration Duration  `json:"duration"`
 
 	RequestTimeout Duration `json:"request_timeout"`
 	Verify         Verify   `json:"verify"`
@@ -118,7 +120,7 @@ func (w Workload) Resolve() Workload {
 		r.Ratio = Ratio{Gets: 100}
 	}
 	if r.KeyDist.Kind == "" {
-		r.KeyDist.Kind = KeyUniform
+		r.KeyDist.Kind = keys.Uniform
 	}
 	if r.Duration == 0 && r.Ramp.IsZero() {
 		r.Duration = Duration(DefaultDuration)
@@ -202,79 +204,6 @@ func (v *Verify) Set(s string) error {
 }
 func (v Verify) String() string { return string(v) }
 func (v *Verify) Type() string  { return "none|header|full" }
-
-// KeyDist is how keys are drawn: uniform, sequential, or zipf with exponent.
-type KeyDist struct {
-	Kind  string  `json:"kind"`
-	Alpha float64 `json:"alpha,omitempty"`
-}
-
-const (
-	KeyUniform    = "uniform"
-	KeySequential = "sequential"
-	KeyZipf       = "zipf"
-)
-
-// Zipf exponents outside [MinZipfAlpha, MaxZipfAlpha] are refused: closer
-// to 1 Go's sampler draws keys outside the keyspace, above 10 every draw is
-// key 0 or 1 already, and NaN or Inf would make it spin.
-const (
-	MinZipfAlpha = 1.001
-	MaxZipfAlpha = 10
-)
-
-// KeyDistForms is the help text for KeyDist.
-const KeyDistForms = "uniform, sequential, or zipf:ALPHA with ALPHA from 1.001 to 10 (e.g. zipf:1.1)"
-
-func ParseKeyDist(s string) (KeyDist, error) {
-	kind, a, hasA := strings.Cut(strings.TrimSpace(s), ":")
-	d := KeyDist{Kind: kind}
-	if hasA {
-		f, err := strconv.ParseFloat(a, 64)
-		if err != nil {
-			return KeyDist{}, fmt.Errorf("%q: use %s", s, KeyDistForms)
-		}
-		d.Alpha = f
-	}
-	if err := d.validate(); err != nil {
-		return KeyDist{}, err
-	}
-	return d, nil
-}
-
-func (d KeyDist) validate() error {
-	switch d.Kind {
-	case KeyUniform, KeySequential:
-		if d.Alpha != 0 {
-			return fmt.Errorf("%s takes no parameter; use %s", d.Kind, KeyDistForms)
-		}
-		return nil
-	case KeyZipf:
-		// Written so that NaN fails too.
-		if !(d.Alpha >= MinZipfAlpha && d.Alpha <= MaxZipfAlpha) {
-			return fmt.Errorf("zipf:%g: use %s", d.Alpha, KeyDistForms)
-		}
-		return nil
-	}
-	return fmt.Errorf("%q: use %s", d.Kind, KeyDistForms)
-}
-
-func (d KeyDist) String() string {
-	if d.Kind == KeyZipf {
-		return fmt.Sprintf("zipf:%g", d.Alpha)
-	}
-	return d.Kind
-}
-
-func (d *KeyDist) Set(s string) error {
-	p, err := ParseKeyDist(s)
-	if err != nil {
-		return err
-	}
-	*d = p
-	return nil
-}
-func (d *KeyDist) Type() string { return "dist" }
 
 // Duration is a time.Duration that reads and writes as "15s" in JSON and YAML.
 type Duration time.Duration

@@ -99,25 +99,29 @@ const (
 	MetricServerCPUPerGB = sweeps.MetricServerCPUPerGB
 	MetricProbeP99       = sweeps.MetricProbeP99
 	MetricProbeAdded     = sweeps.MetricProbeAdded
+	MetricMemoryOverhead = sweeps.MetricMemoryOverhead
 )
 
 // sizeMetrics are the value-size charts' and tables' metrics of a group, in
-// order: Gbps, the campaign's latency percentiles, server CPU per GB when
-// any of the group's cells has server thread metrics, and the probe's p99
-// and added p99 when any has a probe (--probe).
+// order: Gbps, the campaign's latency percentiles, then server CPU per GB
+// and memory per key over the value size, each when any of the group's
+// cells holds it, and the probe's p99 and added p99 when any has a probe
+// (--probe).
 func sizeMetrics(c *Campaign, g *Group) []string {
 	ms := append([]string{MetricGbps}, c.percentiles()...)
-	if groupHas(g, MetricServerCPUPerGB) {
-		ms = append(ms, MetricServerCPUPerGB)
+	for _, m := range []string{MetricServerCPUPerGB, MetricMemoryOverhead} {
+		if g.measured(m) {
+			ms = append(ms, m)
+		}
 	}
-	if groupHas(g, MetricProbeP99) {
+	if g.measured(MetricProbeP99) {
 		ms = append(ms, MetricProbeP99, MetricProbeAdded)
 	}
 	return ms
 }
 
-// groupHas says whether any point of g holds metric.
-func groupHas(g *Group, metric string) bool {
+// measured says whether any cell of the group holds the metric.
+func (g *Group) measured(metric string) bool {
 	for _, s := range g.Series {
 		for _, p := range s.Points {
 			if len(p.values(metric)) > 0 {
@@ -186,6 +190,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	case metric == MetricServerCPUPerGB:
 		what = "server CPU per GB moved"
 		ch.YLabel = "server CPU-seconds per GB"
+	case metric == MetricMemoryOverhead:
+		what = "memory per key"
+		ch.YLabel = "memory per key over the value size, %"
 	}
 	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
 	ch.Caption = setup.Caption()
@@ -274,6 +281,9 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	}
 	if kinds[MarkFailed] || kinds[MarkMissing] {
 		note += " Marks on the floor: failed or never measured (a gap in the line)."
+	}
+	if metric == MetricMemoryOverhead {
+		note += " Memory per key: the server's used_memory grown over the keys added (by the prefill, else by the cell), beyond the value size."
 	}
 	if metric == MetricServerCPUPerGB {
 		note += " Server CPU: every server thread's CPU seconds over the measured window (host metrics) per GB of payload moved."

@@ -69,6 +69,8 @@ func formatFigure(metric string, v float64) string {
 		return "−" + formatLatency(-v)
 	case metric == MetricProbeAdded:
 		return "+" + formatLatency(v)
+	case metric == MetricMemoryOverhead:
+		return trimFloat(v)
 	case isLatency(metric):
 		return formatLatency(v)
 	}

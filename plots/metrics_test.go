@@ -99,18 +99,20 @@ func TestServerCPUPerGBGaps(t *testing.T) {
 }
 
 // p95 is there for the asking: a chart and a table read from the stored
-// histograms of the committed sample.
+// histograms of the committed sample. The list reads as bench's
+// --percentiles does (lab.ParsePercentiles): 95 and p95 alike, any
+// percentile up to p100, none twice.
 func TestPercentilesOption(t *testing.T) {
 	c, err := Load("../runs/sample-local")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Percentiles, err = ParsePercentiles("p95, p99.9,p95")
-	if err != nil || strings.Join(c.Percentiles, " ") != "p95 p99.9" {
+	c.Percentiles, err = ParsePercentiles("95, p99.9,p99.99")
+	if err != nil || strings.Join(c.Percentiles, " ") != "p95 p99.9 p99.99" {
 		t.Fatalf("parse: %v %v", c.Percentiles, err)
 	}
 	byName := chartsByName(c)
-	if byName["GET-p99"] != nil || byName["GET-p95"] == nil || byName["SET-p99.9"] == nil {
+	if byName["GET-p99"] != nil || byName["GET-p95"] == nil || byName["SET-p99.9"] == nil || byName["GET-p99.99"] == nil {
 		t.Fatalf("charts %v", keys(byName))
 	}
 	rec := c.Run.Cells["valkey-9.1.2/GET/64MiB/r1"]
@@ -130,7 +132,7 @@ func TestPercentilesOption(t *testing.T) {
 	if !strings.Contains(md.String(), "GET: latency, p95") || strings.Contains(md.String(), "latency, p99\n") {
 		t.Errorf("tables:\n%s", md.String())
 	}
-	for _, bad := range []string{"p50", "", " , ", "99"} {
+	for _, bad := range []string{"", " , ", "p101", "p95,95", "fast"} {
 		if _, err := ParsePercentiles(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -163,5 +165,61 @@ func TestLinkReference(t *testing.T) {
 	}
 	if _, err := Draw(chartsByName(c)["GET-gbps"], FormatSVG); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Memory per key: when cells carry it (a campaign's runner reads INFO
+// memory around the prefill), each group gets a chart with a line per
+// version of the bytes a key took over its value size, and a table of the
+// same; a run without it gets neither.
+func TestMemoryPerKeyChartAndTable(t *testing.T) {
+	dir := copyRun(t, fixtureRun(t))
+	c := load(t, dir)
+	for id, r := range c.Run.Cells {
+		if r.Result == nil {
+			continue
+		}
+		over := 0.037 // valkey 9.1 measured 3.7 % at 1 MiB here
+		if r.Version.Segment == "valkey-7.2.13" {
+			over = 0.25 // a quarter: jemalloc's next size class
+		}
+		size := r.Workload.ValueSz.Mean()
+		editCell(t, dir, id, func(r *sweeps.CellRecord) {
+			r.Memory = &sweeps.MemoryRecord{BytesPerKey: size * (1 + over), Overhead: over, BytesPerKeyFrom: "prefill"}
+		})
+	}
+	c = load(t, dir)
+	byName := chartsByName(c)
+	ch := byName["SET-memory-overhead"]
+	if ch == nil {
+		t.Fatalf("no SET-memory-overhead chart in %v", keys(byName))
+	}
+	lines := map[string]float64{}
+	for _, l := range ch.Lines {
+		lines[l.Label] = l.Points[0].Y
+	}
+	if len(lines) != 4 || lines["valkey-7.2.13"] != 25 || math.Abs(lines["valkey-9.1.0"]-3.7) > 1e-9 {
+		t.Errorf("memory chart lines at the first size: %v\n%s", lines, Describe(ch))
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, Tables(c)); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(md.String(), "SET: memory per key over the value size, %")
+	if i < 0 {
+		t.Fatalf("no SET memory table:\n%s", md.String())
+	}
+	if table := md.String()[i:]; !strings.Contains(table, "| 1 MB | 25 | 3.7") {
+		t.Errorf("SET memory table:\n%s", table[:min(len(table), 600)])
+	}
+	// Without memory figures: neither.
+	for id := range c.Run.Cells {
+		editCell(t, dir, id, func(r *sweeps.CellRecord) { r.Memory = nil })
+	}
+	c = load(t, dir)
+	for name := range chartsByName(c) {
+		if strings.HasSuffix(name, "memory-overhead") {
+			t.Errorf("%s drawn without any memory figure", name)
+		}
 	}
 }

@@ -379,23 +379,18 @@ func (c *Campaign) percentiles() []string {
 	return c.Percentiles
 }
 
-// ParsePercentiles reads a --percentiles list such as "p95,p99,p99.9".
+// ParsePercentiles reads a --percentiles list as bench reads its own
+// (lab.ParsePercentiles: "95,p99.9,99.99"), into the latency metrics'
+// names (p95, p99.9, p99.99), so bench tables, plots and reports name a
+// percentile alike.
 func ParsePercentiles(s string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.ToLower(strings.TrimSpace(f))
-		switch {
-		case f == "":
-		case sweeps.LatencyPercentile(f) == 0:
-			return nil, fmt.Errorf("percentile %q: use p95, p99 or p99.9", f)
-		case !seen[f]:
-			seen[f] = true
-			out = append(out, f)
-		}
+	ps, err := lab.ParsePercentiles(s)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("percentiles %q: name at least one of p95, p99, p99.9", s)
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = lab.PercentileName(p)
 	}
 	return out, nil
 }

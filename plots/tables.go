@@ -158,6 +158,8 @@ func tableHeading(metric string) string {
 		return "probe p99 beside the load"
 	case metric == MetricProbeAdded:
 		return "probe p99 added by the load (under load minus alone)"
+	case metric == MetricMemoryOverhead:
+		return "memory per key over the value size, %"
 	}
 	return "latency, " + metric
 }

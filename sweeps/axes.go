@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/keys"
 )
 
 // Axis is one workload field of a campaign with the values it takes. A field
@@ -90,10 +91,14 @@ var axisDefs = []axisDef{
 	intAxis("keyspace", "n", func(w *lab.Workload, v int) { w.Keyspace = v }),
 	intAxis("key-size", "k", func(w *lab.Workload, v int) { w.KeySize = v }),
 	{name: "key-dist",
-		parse:   func(n *yaml.Node) (any, error) { return lab.ParseKeyDist(n.Value) },
-		apply:   func(w *lab.Workload, v any) { w.KeyDist = v.(lab.KeyDist) },
-		format:  func(v any) string { return v.(lab.KeyDist).String() },
-		segment: func(v any) string { return strings.ReplaceAll(v.(lab.KeyDist).String(), ":", "") }},
+		parse:  func(n *yaml.Node) (any, error) { return keys.Parse(n.Value) },
+		apply:  func(w *lab.Workload, v any) { w.KeyDist = v.(keys.Dist) },
+		format: func(v any) string { return v.(keys.Dist).String() },
+		// zipf:0.9 is zipf0.9, gaussian:0.5,0.1 is gaussian0.5-0.1: part
+		// of a file name.
+		segment: func(v any) string {
+			return strings.NewReplacer(":", "", ",", "-").Replace(v.(keys.Dist).String())
+		}},
 	{name: "prefill",
 		parse: func(n *yaml.Node) (any, error) {
 			if n.ShortTag() == "!!bool" {

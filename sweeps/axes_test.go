@@ -1,6 +1,7 @@
 package sweeps
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,5 +66,29 @@ func TestCampaignAndFlagsShareBounds(t *testing.T) {
 				t.Errorf("campaign %s: %s:\n%v\nwant %q", tc.field, tc.value, err, want)
 			}
 		})
+	}
+}
+
+// Key distributions name their cells by a segment that is safe in a file
+// name: no ":" and no "," (gaussian:0.5,0.1), and two values never share
+// a segment.
+func TestKeyDistSegments(t *testing.T) {
+	spec := "name: t\nversions:\n  - store: valkey@9.1\nworkload:\n  key-dist: [uniform, \"zipf:0.9\", \"zipf:1.4\", \"gaussian:0.5,0.1\", \"gaussian:0.5,0.01\"]\n"
+	c, err := ParseCampaign("t.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"uniform", "zipf0.9", "zipf1.4", "gaussian0.5-0.1", "gaussian0.5-0.01"}
+	if len(p.Cells) != len(want) {
+		t.Fatalf("%d cells, want %d", len(p.Cells), len(want))
+	}
+	for i, c := range p.Cells {
+		if strings.ContainsAny(c.ID, ":,") || !strings.Contains(c.ID, "/"+want[i]+"/") {
+			t.Errorf("cell %d: ID %q, want the segment %q and no : or ,", i, c.ID, want[i])
+		}
 	}
 }

@@ -3,13 +3,15 @@ package sweeps
 import (
 	"math"
 	"strings"
+
+	"github.com/linerate/linerate/lab"
 )
 
 // Metrics Compare compares and plots charts and tabulates.
 const (
 	MetricGbps = "gbps"  // payload Gbps, all ops of the cell; higher is better
 	MetricOps  = "ops"   // operations per second; higher is better
-	MetricP95  = "p95"   // p95 latency in ms, worst op of the cell (from the stored histogram); lower is better
+	MetricP95  = "p95"   // p95 latency in ms, worst op of the cell (from the stored histogram in records before p95 was kept); lower is better
 	MetricP99  = "p99"   // p99 latency in ms, worst op of the cell; lower is better
 	MetricP999 = "p99.9" // p99.9 latency in ms, worst op of the cell; lower is better
 	// MetricServerCPUPerGB is the server process's CPU seconds (every
@@ -21,6 +23,10 @@ const (
 	// make it negative). Lower is better.
 	MetricProbeP99   = "probe-p99"
 	MetricProbeAdded = "probe-added-p99"
+	// MetricMemoryOverhead is what a key cost the server beyond its
+	// value, in percent of the value size (CellRecord.Memory: INFO
+	// used_memory per key added). Lower is better.
+	MetricMemoryOverhead = "memory-overhead"
 )
 
 // MetricInfo says what a metric measures.
@@ -40,39 +46,49 @@ var Metrics = []MetricInfo{
 	{MetricServerCPUPerGB, "server CPU-s per GB", false},
 	{MetricProbeP99, "probe p99 ms", false},
 	{MetricProbeAdded, "probe p99 added ms", false},
+	{MetricMemoryOverhead, "memory per key over the value, %", false},
 }
 
-// MetricByName finds a metric.
+// MetricByName finds a metric: one of Metrics, or any latency percentile
+// named as tables name it (p50, p99.99; LatencyPercentile).
 func MetricByName(name string) (MetricInfo, bool) {
 	for _, m := range Metrics {
 		if m.Name == name {
 			return m, true
 		}
 	}
+	if LatencyPercentile(name) > 0 {
+		return MetricInfo{name, name + " ms", false}, true
+	}
 	return MetricInfo{}, false
 }
 
-// MetricNames is "gbps, ops, …, p99.9 or server-cpu-per-gb", for messages.
+// MetricNames is "gbps, ops, …, p99.9 (or any pNN …) or
+// server-cpu-per-gb", for messages.
 func MetricNames() string {
 	names := make([]string, len(Metrics))
 	for i, m := range Metrics {
 		names[i] = m.Name
+		if m.Name == MetricP999 {
+			names[i] += " (or any pNN such as p99.99)"
+		}
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// LatencyPercentile is the percentile a latency metric reads (95, 99,
-// 99.9), or 0 for a metric that is not a latency.
+// LatencyPercentile is the percentile a latency metric reads (95 for
+// p95, 99.99 for p99.99: any percentile lab.ParsePercentiles reads, named
+// as lab.PercentileName names it), or 0 for a metric that is not a
+// latency.
 func LatencyPercentile(metric string) float64 {
-	switch metric {
-	case MetricP95:
-		return 95
-	case MetricP99:
-		return 99
-	case MetricP999:
-		return 99.9
+	if !strings.HasPrefix(metric, "p") {
+		return 0
 	}
-	return 0
+	ps, err := lab.ParsePercentiles(metric)
+	if err != nil || len(ps) != 1 || lab.PercentileName(ps[0]) != metric {
+		return 0
+	}
+	return ps[0]
 }
 
 // CellFigure reads a cell's figure: Gbps and ops summed over the cell's
@@ -115,6 +131,11 @@ func CellFigure(r *CellRecord, metric string) (v float64, ok bool) {
 			return 0, false
 		}
 		return p.AddedP99 / 1000, true
+	case MetricMemoryOverhead:
+		if r.Memory == nil || r.Memory.BytesPerKey <= 0 {
+			return 0, false
+		}
+		return r.Memory.Overhead * 100, true
 	}
 	q := LatencyPercentile(metric)
 	if q == 0 {
@@ -125,15 +146,9 @@ func CellFigure(r *CellRecord, metric string) (v float64, ok bool) {
 		if l.Count == 0 {
 			continue
 		}
-		us := l.P99
-		switch q {
-		case 99.9:
-			us = l.P999
-		case 95:
-			var err error
-			if us, err = l.ValueAt(95); err != nil {
-				continue
-			}
+		us, err := l.At(q) // a field, else the stored histogram
+		if err != nil {
+			continue
 		}
 		v, ok = math.Max(v, us/1000), true
 	}

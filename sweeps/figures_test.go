@@ -45,6 +45,10 @@ func TestCellFigure(t *testing.T) {
 		{full, MetricP99, 7},    // the worst op's, ms
 		{full, MetricP999, 9},   // GET's is worse here
 		{full, MetricP95, 95.0}, // read from the histogram: 95 ms
+		{full, "p99.99", 100},   // any percentile, from the histogram
+		{full, "p50", 50},
+		{full, "99.9", math.NaN()}, // metrics are named as the tables name them: p99.9
+		{full, "p101", math.NaN()},
 		{full, MetricServerCPUPerGB, 12.5 / 3},
 		{noHost, MetricServerCPUPerGB, math.NaN()},
 		{idle, MetricServerCPUPerGB, math.NaN()}, // nothing moved
@@ -81,7 +85,7 @@ func TestCompareCountsUnmeasured(t *testing.T) {
 	if a := c.Rows[0].A; a.Unmeasured != 2 || a.Stats.N != 0 || c.Rows[0].Mark != "n/a" {
 		t.Errorf("side without host metrics: %+v mark %s", a, c.Rows[0].Mark)
 	}
-	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "p50"}); err == nil || err.Error() != `metric "p50": use gbps, ops, p95, p99, p99.9, server-cpu-per-gb, probe-p99 or probe-added-p99` {
+	if _, err := Compare([]*Run{run}, CompareOptions{Metric: "p101"}); err == nil || err.Error() != `metric "p101": use gbps, ops, p95, p99, p99.9 (or any pNN such as p99.99), server-cpu-per-gb, probe-p99, probe-added-p99 or memory-overhead` {
 		t.Errorf("unknown metric: %v", err)
 	}
 }

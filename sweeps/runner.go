@@ -272,7 +272,7 @@ func (r *Runner) runBlock(ctx context.Context, b Block, cells []Cell, todo map[i
 		if startErr != nil {
 			r.fail(rec, fmt.Sprintf("server start: %v", startErr))
 		} else {
-			r.runCell(ctx, c, srv, rec)
+			r.runCell(ctx, c, pv, srv, rec)
 			if ctx.Err() != nil && rec.Status != StatusDone {
 				return nil // interrupted: the cell in flight is not recorded
 			}
@@ -320,7 +320,7 @@ func (r *Runner) fail(rec *CellRecord, reason string) {
 }
 
 // runCell flushes, benches, samples and judges one cell into rec.
-func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *CellRecord) {
+func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv RunningServer, rec *CellRecord) {
 	id := srv.Identity()
 	if id.Version != "" {
 		rec.Version.Resolved = &id
@@ -359,6 +359,8 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 		}
 	}()
 
+	// The server's memory before the bench, and its forks while it runs.
+	iw := watchInfo(ctx, srv, persists(pv.Spec.Server))
 	var before, after *hostmetrics.Snapshot
 	hs, remote := srv.(HostSampler)
 	sampling := r.Sampler != nil || remote
@@ -382,6 +384,10 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 	}
 	mark := func(p lab.Phase) {
 		switch p {
+		case lab.PhaseWarmup: // the prefill is done and no warmup request is out
+			if iw != nil && w.Prefill {
+				iw.prefilled()
+			}
 		case lab.PhaseMeasure:
 			before = snap()
 		case lab.PhaseDrain:
@@ -435,6 +441,9 @@ func (r *Runner) runCell(ctx context.Context, c Cell, srv RunningServer, rec *Ce
 	<-watchDone
 	if before == nil || after == nil {
 		before, after = windowOf(series, res)
+	}
+	if iw != nil {
+		iw.finish(rec, res, w)
 	}
 	rec.Result = res
 

@@ -33,6 +33,10 @@ type SoakRecord struct {
 	Host     *hostmetrics.Window `json:"host,omitempty"`
 	Limit    *hostmetrics.Limit  `json:"limit,omitempty"`
 	Tuning   *TuningVerify       `json:"tuning,omitempty"` // the check before the window
+	// Memory and Persistence are the cell record's (CellRecord): the
+	// server's memory, and its forks per second of the long window.
+	Memory      *MemoryRecord       `json:"memory,omitempty"`
+	Persistence []PersistenceSecond `json:"persistence,omitempty"`
 	// Drift judges each op's per-second Gbps series.
 	Drift map[lab.Op]stats.Drift `json:"drift,omitempty"`
 	// Original is the campaign cell's Gbps per op, for "the short run held".
@@ -133,9 +137,10 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 	}()
 	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler, FaultCost: s.FaultCost, LinkGbps: s.LinkGbps, Tuning: s.Tuning}
 	cr := &CellRecord{}
-	r.runCell(ctx, Cell{ID: s.CellID, Workload: w}, srv, cr)
+	r.runCell(ctx, Cell{ID: s.CellID, Workload: w}, *pv, srv, cr)
 	rec.Ended = time.Now().UTC()
 	rec.Status, rec.Reason, rec.Result, rec.Host, rec.Limit, rec.Tuning = cr.Status, cr.Reason, cr.Result, cr.Host, cr.Limit, cr.Tuning
+	rec.Memory, rec.Persistence = cr.Memory, cr.Persistence
 	rec.Drift, rec.Held = SoakDrift(cr.Result, s.Drift)
 	name := strings.TrimSuffix(CellFileName(s.CellID), ".json") + "-" + rec.Started.Format("20060102T150405Z")
 	if err := s.Store.WriteSoak(name, rec); err != nil {

@@ -73,6 +73,13 @@ type CellRecord struct {
 	// Tuning is the check of the hosts against the tuning profile made
 	// just before the cell; absent when the campaign names no profile.
 	Tuning *TuningVerify `json:"tuning,omitempty"`
+	// Memory is the server's INFO memory around the prefill and after the
+	// cell, and the bytes a key took; absent when the server was not asked
+	// (a starter that cannot read INFO) or did not answer.
+	Memory *MemoryRecord `json:"memory,omitempty"`
+	// Persistence is the server's fork and rewrite activity per second of
+	// the measured window; absent when the version's persistence is none.
+	Persistence []PersistenceSecond `json:"persistence,omitempty"`
 	// ClientLimited repeats Limit's flag at the top so no summary misses it.
 	ClientLimited bool      `json:"client_limited"`
 	History       []Attempt `json:"history,omitempty"` // earlier failed attempts

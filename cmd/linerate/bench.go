@@ -74,6 +74,8 @@ func runBench(ctx context.Context, args []string) int {
 	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
 	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
 	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
+	pct := lab.DefaultPercentiles
+	fs.Var(&pct, "percentiles", "latency percentiles to print and to keep in the record's summaries (p95 is always kept): "+lab.PercentilesForms)
 	hgrmDir := fs.String("hgrm-dir", "", "write HdrHistogram files to DIR: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -157,11 +159,14 @@ func runBench(ctx context.Context, args []string) int {
 		}
 		return lab.ExitSetupFailed
 	}
+	if aerr := res.AddPercentiles(pct); aerr != nil {
+		res.Notes = append(res.Notes, "percentiles: "+aerr.Error())
+	}
 	if sink != nil {
 		res.Notes = append(res.Notes, report.CeilingNotes(res, sink)...)
 	}
 	if res.Stop.Reason != lab.StopSetupFailed {
-		report.WriteSummary(summary, res)
+		report.WriteSummary(summary, res, pct)
 	}
 	if *jsonOut != "" {
 		if werr := writeJSON(*jsonOut, res); werr != nil {

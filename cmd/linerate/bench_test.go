@@ -57,3 +57,38 @@ func TestBenchHgrmDir(t *testing.T) {
 		t.Errorf("--hgrm-dir under a file: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// bench --percentiles: the printed table has a column per percentile
+// asked for, in that order, and the record's summaries carry the ones
+// without a field of their own; p95 is in every summary and is the
+// histogram's value at 95.
+func TestBenchPercentiles(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	rec := filepath.Join(t.TempDir(), "r.json")
+	code, out, stderr := linerate(t, "", "", "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
+		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "-d", "2s", "--json", rec, "--percentiles", "50,95,99.99")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, stderr)
+	}
+	var head string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "op ") {
+			head = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if !strings.HasPrefix(head, "op Gbps ops/s p50 p95 p99.99 max mean") {
+		t.Errorf("table heading %q, want the percentiles asked for:\n%s", head, out)
+	}
+	res, err := readResult(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, o := range res.Ops {
+		l := o.Latency
+		p95, _ := l.ValueAt(95)
+		p9999, _ := l.ValueAt(99.99)
+		if l.Count == 0 || l.P95 != p95 || l.Percentiles["p99.99"] != p9999 || len(l.Percentiles) != 1 {
+			t.Errorf("%s: count %d, p95 %v (histogram %v), percentiles %v (histogram p99.99 %v)", op, l.Count, l.P95, p95, l.Percentiles, p9999)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/plots"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/export"
@@ -41,7 +42,7 @@ Flags:
 
 func runCompare(ctx context.Context, args []string) int {
 	c := newCLI("compare", compareUsage)
-	metric := c.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 (ms, the worst op's) or server-cpu-per-gb (server CPU seconds per GB moved)")
+	metric := c.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 or any pNN such as p99.99 (ms, the worst op's), server-cpu-per-gb (server CPU seconds per GB moved), probe-p99 or probe-added-p99 (ms: the --probe's p99 beside the load, and what the load added to it) or memory-overhead (% a key cost beyond its value)")
 	baseline := c.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
 	alpha := c.Float64("alpha", 0.05, "significance level for the * mark")
 	asJSON := c.Bool("json", false, "print JSON")
@@ -168,7 +169,7 @@ func runPlot(ctx context.Context, args []string) int {
 	return 0
 }
 
-const percentilesHelp = "latency percentiles to chart and tabulate beside Gbps: any of p95, p99, p99.9"
+const percentilesHelp = "latency percentiles to chart and tabulate beside Gbps, named as bench names them: " + lab.PercentilesForms
 
 // loadRun reads the run directory for charts, with its latency
 // percentiles; nil and the exit code when it cannot, the error printed.

@@ -70,6 +70,11 @@ func (c *Container) RunArgv(s infra.ServerSettings) ([]string, error) {
 		return nil, errors.New("container image: empty (e.g. valkey/valkey:9.1.0)")
 	}
 	s = c.fill(s)
+	if s.TLS {
+		// The certificates would have to be made on the host and mounted
+		// into the container, and readiness asked with valkey-cli --tls.
+		return nil, fmt.Errorf("%w: tls with a container image: not built (store versions and binaries serve TLS)", infra.ErrUnsupportedSetting)
+	}
 	args, err := s.Args()
 	if err != nil {
 		return nil, err

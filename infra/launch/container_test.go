@@ -215,6 +215,9 @@ func TestContainerRefusals(t *testing.T) {
 	if !errors.Is(err, infra.ErrUnsupportedSetting) {
 		t.Errorf("io-threads-do-reads on valkey 8.1: err = %v", err)
 	}
+	if _, err := c.Start(context.Background(), infra.ServerSettings{TLS: true}); !errors.Is(err, infra.ErrUnsupportedSetting) || !strings.Contains(err.Error(), "tls with a container image") {
+		t.Errorf("tls with an image: err = %v", err)
+	}
 	c = &Container{Host: newFakeDocker(), Image: "ghcr.io/microsoft/garnet:1.0"}
 	if _, err := c.Start(context.Background(), infra.ServerSettings{}); err == nil || !strings.Contains(err.Error(), "garnet") {
 		t.Errorf("garnet container: err = %v", err)

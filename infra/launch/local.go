@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/debpkg"
 	"github.com/linerate/linerate/infra/kernel"
+	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab/resp"
 )
 
@@ -90,11 +92,17 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	} else if err := portFree(l.Net, s.Bind, s.Port); err != nil {
 		return nil, err
 	}
-	args, err := s.Args()
-	if err != nil {
+	// Refused before a log directory or certificate is made; the
+	// certificate files are only named once they exist.
+	probe := s
+	if probe.TLS && probe.TLSFiles == nil {
+		probe.TLSFiles = &tlsgen.Files{}
+	}
+	if _, err := probe.Args(); err != nil {
 		return nil, err
 	}
 	logDir := s.LogDir
+	var err error
 	if logDir == "" {
 		if logDir, err = os.MkdirTemp("", "linerate-server-"); err != nil {
 			return nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
@@ -102,6 +110,16 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
+	}
+	var stls *infra.ServerTLS
+	if s.TLS {
+		if stls, err = serverTLS(&s, logDir); err != nil {
+			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+		}
+	}
+	args, err := s.Args()
+	if err != nil {
+		return nil, err
 	}
 	logPath := filepath.Join(logDir, "server.log")
 	logf, err := os.Create(logPath)
@@ -128,6 +146,11 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
 		kernel: l.Kernel, net: l.Net,
 	}
+	if stls != nil {
+		if srv.tls, err = stls.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+		}
+	}
 	cpus, _ := s.PinCPUs() // Validate parsed them
 	started := time.Now()
 	if err := startHeld(cmd, cpus, srv.done); err != nil {
@@ -140,7 +163,7 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	}
 	id.BinarySHA = fileSHA256(l.Binary)
 	srv.facts = infra.ServerFacts{Identity: id, Argv: append([]string{l.Binary}, args...), PID: cmd.Process.Pid,
-		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started}
+		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started, TLS: stls}
 	go srv.wait()
 	if err := srv.ready(ctx, s); err != nil {
 		_ = srv.Stop(context.Background())
@@ -256,6 +279,7 @@ type localServer struct {
 	logPath  string
 	kernel   kernel.FS
 	net      *NetPlace
+	tls      *tls.Config // a TLS-only server's; nil for plain TCP
 	facts    infra.ServerFacts
 
 	mu       sync.Mutex
@@ -297,7 +321,7 @@ func (s *localServer) wait() {
 // within bounds (lab/resp): a server that answers with nonsense is an
 // error naming it, never a crash or a huge allocation here.
 func (s *localServer) dial(ctx context.Context, timeout time.Duration) (*resp.Conn, error) {
-	opt := resp.Options{DialTimeout: timeout, Password: s.settings.RequirePass}
+	opt := resp.Options{DialTimeout: timeout, Password: s.settings.RequirePass, TLS: s.tls}
 	if s.net != nil && s.net.Dial != nil {
 		opt.Dial = s.net.Dial
 	}
@@ -327,7 +351,10 @@ func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error
 		if last = s.ping(ctx); last == nil {
 			return nil
 		}
-		if errors.Is(last, resp.ErrMalformed) {
+		// A certificate the run's CA did not sign will not be signed by
+		// waiting either.
+		var cert *tls.CertificateVerificationError
+		if errors.Is(last, resp.ErrMalformed) || errors.As(last, &cert) {
 			return fmt.Errorf("start %s: %w", s.facts.Argv[0], last)
 		}
 		select {
@@ -412,16 +439,22 @@ func (s *localServer) Stop(ctx context.Context) error {
 		step = 5 * time.Second
 	}
 	sctx, cancel := context.WithTimeout(ctx, step)
-	if c, err := s.dial(sctx, time.Second); err == nil {
+	c, derr := s.dial(sctx, time.Second)
+	if derr == nil {
 		_, _ = c.Do(sctx, "SHUTDOWN", "NOSAVE") // the connection closing is the answer
 		c.Close()
 	}
 	cancel()
-	if s.waitDone(ctx, step) {
+	// Without a control connection (a server that never became ready, a
+	// certificate the launcher does not trust) nothing was asked: no wait.
+	if derr == nil && s.waitDone(ctx, step) {
 		return nil
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	if s.waitDone(ctx, step) {
+		if derr != nil {
+			return fmt.Errorf("stop %s: no control connection for SHUTDOWN NOSAVE (%v); SIGTERM ended it", s.facts.Addr, derr)
+		}
 		return fmt.Errorf("stop %s: SHUTDOWN NOSAVE did not end it within %s; SIGTERM did", s.facts.Addr, step)
 	}
 	_ = s.cmd.Process.Kill()
@@ -440,4 +473,32 @@ func (s *localServer) waitDone(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// serverTLS makes the run's throwaway CA and server certificate, for the
+// bind address, under logDir/tls, unless s names certificate files
+// already, and says how to trust the server.
+func serverTLS(s *infra.ServerSettings, logDir string) (*infra.ServerTLS, error) {
+	if s.TLSFiles == nil {
+		opt := tlsgen.Options{Name: "linerate " + string(s.KindOrDefault())}
+		if ip := net.ParseIP(s.Bind); ip != nil {
+			opt.IPs = []net.IP{ip}
+		} else {
+			opt.DNSNames = []string{s.Bind}
+		}
+		b, err := tlsgen.Generate(opt)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		f, err := b.Write(filepath.Join(logDir, "tls"))
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		s.TLSFiles = &f
+	}
+	ca, err := os.ReadFile(s.TLSFiles.CA)
+	if err != nil {
+		return nil, fmt.Errorf("tls: the CA certificate: %w", err)
+	}
+	return &infra.ServerTLS{CAFile: s.TLSFiles.CA, CA: ca, ServerName: s.Bind}, nil
 }

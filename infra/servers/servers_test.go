@@ -100,6 +100,11 @@ func TestInstallStartKill(t *testing.T) {
 		if !strings.HasPrefix(inst.Version, sel.Version+".") {
 			t.Errorf("%s resolved to %s", s, inst.Version)
 		}
+		// The install check also started it TLS-only and PINGed it over
+		// TLS; the version's facts say it serves TLS.
+		if inst.TLS == nil || !*inst.TLS || inst.TLSError != "" {
+			t.Errorf("%s: tls %v (%s), want it checked and true", s, inst.TLS, inst.TLSError)
+		}
 		// Idempotent: a second install returns the same version at once.
 		again, err := st.Install(ctx, sel, InstallOptions{})
 		if err != nil || again.ID != inst.ID {

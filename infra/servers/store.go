@@ -71,20 +71,25 @@ func (s *Store) logf(format string, args ...any) {
 // Installed is one version in the store. Its identity (version, suite,
 // runtime, library versions) is what records carry.
 type Installed struct {
-	ID          string            `json:"id"`
-	Kind        infra.Kind        `json:"kind"`
-	Version     string            `json:"version"`     // upstream, checked against INFO server
-	DebVersion  string            `json:"deb_version"` // exact Debian version
-	Suite       string            `json:"suite"`       // where the server package came from
-	Runtime     string            `json:"runtime"`     // where its libraries came from
-	Root        string            `json:"root"`
-	Server      string            `json:"server"` // absolute path of the server executable
-	Packages    []string          `json:"packages"`
-	Libraries   map[string]string `json:"libraries"` // package -> version
-	Allocator   string            `json:"allocator"` // mem_allocator from INFO: the jemalloc the binary was built against, not necessarily the one it loads (see Libraries)
-	SizeBytes   int64             `json:"size_bytes"`
-	Seconds     float64           `json:"install_seconds"`
-	InstalledAt time.Time         `json:"installed_at"`
+	ID         string            `json:"id"`
+	Kind       infra.Kind        `json:"kind"`
+	Version    string            `json:"version"`     // upstream, checked against INFO server
+	DebVersion string            `json:"deb_version"` // exact Debian version
+	Suite      string            `json:"suite"`       // where the server package came from
+	Runtime    string            `json:"runtime"`     // where its libraries came from
+	Root       string            `json:"root"`
+	Server     string            `json:"server"` // absolute path of the server executable
+	Packages   []string          `json:"packages"`
+	Libraries  map[string]string `json:"libraries"` // package -> version
+	Allocator  string            `json:"allocator"` // mem_allocator from INFO: the jemalloc the binary was built against, not necessarily the one it loads (see Libraries)
+	// TLS says whether the install check's TLS-only start answered PING
+	// and INFO over TLS (absent in versions installed before it checked);
+	// TLSError is why not.
+	TLS         *bool     `json:"tls,omitempty"`
+	TLSError    string    `json:"tls_error,omitempty"`
+	SizeBytes   int64     `json:"size_bytes"`
+	Seconds     float64   `json:"install_seconds"`
+	InstalledAt time.Time `json:"installed_at"`
 }
 
 // Identity is the record form of the version, with env (e.g. MALLOC_CONF)
@@ -261,6 +266,7 @@ func (s *Store) install(ctx context.Context, b Build, f flavor, runtime, dir, id
 		return nil, fmt.Errorf("install %s %s: %w: %w", b.Kind, b.DebVersion, ErrCheckFailed, err)
 	}
 	os.RemoveAll(filepath.Join(dir, "check"))
+	inst.TLS, inst.TLSError = checkTLS(ctx, inst, filepath.Join(dir, "check-tls"))
 	inst.SizeBytes = dirSize(dir)
 	return inst, nil
 }
@@ -416,4 +422,25 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// checkTLS starts an installed version TLS-only (a throwaway CA and
+// certificate, --port 0 --tls-port) and stops it: the launcher's
+// readiness PING and its INFO facts went over TLS. A build without TLS is
+// still a version to measure, so a failure is a fact, not an error.
+func checkTLS(ctx context.Context, inst *Installed, dir string) (*bool, string) {
+	defer os.RemoveAll(dir)
+	ok := false
+	srv, err := inst.Launcher().Start(ctx, infra.ServerSettings{TLS: true, LogDir: dir})
+	if err != nil {
+		return &ok, err.Error()
+	}
+	if err := srv.Stop(ctx); err != nil {
+		return &ok, err.Error()
+	}
+	ok = srv.Facts().InfoServer["redis_version"] != ""
+	if !ok {
+		return &ok, "INFO server over TLS said nothing"
+	}
+	return &ok, ""
 }

@@ -5,6 +5,7 @@ package control
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -31,7 +32,23 @@ type Dialer = resp.Dialer
 // DialVia is Dial through dial (nil: the host's own network),
 // for a server that only another network namespace can reach.
 func DialVia(ctx context.Context, w lab.Workload, dial Dialer) (*Conn, error) {
-	c, err := resp.Dial(ctx, w.Addr(), resp.Options{Dial: dial, User: w.User, Password: w.Password})
+	return DialWith(ctx, w, Options{Dial: dial})
+}
+
+// Options say how the control plane reaches a server beyond the
+// workload's address and credentials.
+type Options struct {
+	// Dial opens the connection (nil: this host's network).
+	Dial Dialer
+	// TLS speaks TLS to a TLS-only server (--port 0 --tls-port), trusting
+	// what the configuration trusts (the run's CA); nil: plain TCP.
+	TLS *tls.Config
+}
+
+// DialWith connects the control plane with opt: PING, INFO facts,
+// FLUSHALL and the rest of a TLS-only server go over its TLS port.
+func DialWith(ctx context.Context, w lab.Workload, opt Options) (*Conn, error) {
+	c, err := resp.Dial(ctx, w.Addr(), resp.Options{Dial: opt.Dial, TLS: opt.TLS, User: w.User, Password: w.Password})
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}

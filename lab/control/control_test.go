@@ -3,11 +3,13 @@ package control_test
 import (
 	"context"
 	"errors"
+	"net"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/labtest"
@@ -60,4 +62,60 @@ func controlSession(ctx context.Context, w lab.Workload) error {
 		return err
 	}
 	return ctl.FlushAll(ctx)
+}
+
+// A TLS-only server (--port 0 --tls-port): the control plane dials it
+// with the run's CA and reads INFO and flushes as over TCP; a client that
+// trusts another CA is refused at once, the error naming the certificate
+// problem; a plain connection fails, never hangs.
+func TestControlPlaneSpeaksTLS(t *testing.T) {
+	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := b.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := labtest.StartServerWith(t, labtest.Need(t, "redis-server"), nil, func(port int) []string { return files.ServerArgs(port, false) })
+	cfg, err := b.ClientConfig("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port}
+	ctl, err := control.DialWith(ctx, w, control.Options{TLS: cfg})
+	if err != nil {
+		t.Fatalf("TLS control plane: %v", err)
+	}
+	si, err := ctl.ServerInfo(ctx)
+	if err != nil || si.Name != "redis" || si.Version == "" {
+		t.Errorf("INFO over TLS: %+v, %v", si, err)
+	}
+	if err := ctl.FlushAll(ctx); err != nil {
+		t.Errorf("FLUSHALL over TLS: %v", err)
+	}
+	ctl.Close()
+
+	other, err := tlsgen.Generate(tlsgen.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := other.ClientConfig("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = control.DialWith(ctx, w, control.Options{TLS: wrong})
+	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") || !strings.Contains(err.Error(), srv.Addr) {
+		t.Errorf("a client trusting another CA: %v; want the certificate problem and the server named", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("refused only after %s", time.Since(start))
+	}
+	if c, err := control.Dial(ctx, w); err == nil {
+		c.Close()
+		t.Error("a plain control connection to a TLS-only port worked")
+	}
 }

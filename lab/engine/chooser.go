@@ -4,55 +4,50 @@ import (
 	"math/rand"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/keys"
 )
 
 // chooser draws each request's operation and key from the workload's
 // GET:SET ratio and key distribution. Every issuing unit owns one (a raw
 // connection, a valkey-go worker), seeded from the workload's seed and the
 // unit's index, so nothing is shared on the hot path and both engines given
-// the same seed draw the same sequence. Drawing allocates nothing.
+// the same seed draw the same sequence. Keys come from the unit's own
+// keys.Sampler (lab/keys: uniform, sequential, zipf for any α > 0,
+// gaussian), which shares the unit's source with the op draw. Drawing
+// allocates nothing.
 type chooser struct {
-	rng        *rand.Rand
-	zipf       *rand.Zipf // nil unless keys are zipf-distributed
-	gets       int        // the GET weight
-	weights    int        // GET + SET weights; 0 when the mix has no SET
-	keyspace   int
-	sequential bool
+	rng     *rand.Rand
+	keys    keys.Sampler
+	gets    int // the GET weight
+	weights int // GET + SET weights; 0 when the mix has no SET
 
-	base   uint32 // added to every key: the probe's keys follow the keyspace
-	start  uint32 // the unit's first key in sequential order
-	seq    uint32 // the next key in sequential order (or of the prefill)
-	lo, hi uint32 // the unit's share of the keyspace, to prefill
+	base     uint32 // added to every key: the probe's keys follow the keyspace
+	seq      uint32 // the next key of the prefill
+	lo, hi   uint32 // the unit's share of the keyspace, to prefill
+	keyspace uint32
 }
 
 // newChooser is the chooser of unit index of units: the raw engine's
-// connections, or valkey-go's (connection, pipeline slot) workers.
+// connections, or valkey-go's (connection, pipeline slot) workers. The
+// workload is validated, so the sampler cannot be refused.
 func newChooser(w *lab.Workload, index, units int) chooser {
 	rng := rand.New(rand.NewSource(int64(w.Seed)*1_000_003 + int64(index)))
-	c := chooser{rng: rng, gets: w.Ratio.Gets, keyspace: w.Keyspace, sequential: w.KeyDist.Kind == lab.KeySequential}
+	c := chooser{rng: rng, gets: w.Ratio.Gets, keyspace: uint32(w.Keyspace)}
 	if w.Ratio.Sets > 0 {
 		c.weights = w.Ratio.Gets + w.Ratio.Sets
 	}
-	if w.KeyDist.Kind == lab.KeyZipf {
-		c.zipf = rand.NewZipf(rng, w.KeyDist.Alpha, 1, uint64(w.Keyspace-1))
+	s, err := keys.New(w.KeyDist, uint32(w.Keyspace), rng)
+	if err != nil {
+		panic("engine: key sampler of a validated workload: " + err.Error())
 	}
 	// Sequential units start spread over the keyspace; the prefill gives
 	// each unit its own contiguous share, the last one shorter.
-	c.start = uint32((index * max(w.Keyspace/units, 1)) % w.Keyspace)
-	c.seq = c.start
+	s.Start(uint32((index * max(w.Keyspace/units, 1)) % w.Keyspace))
+	c.keys = s
 	per := (w.Keyspace + units - 1) / units
 	lo := min(index*per, w.Keyspace)
 	c.lo, c.hi = uint32(lo), uint32(min(lo+per, w.Keyspace))
-	return c
-}
-
-// newProbeChooser is probe connection index's chooser: uniform GETs of
-// the probe's keys, which follow the keyspace (lab.ProbeKeys of them).
-func newProbeChooser(w *lab.Workload, index int) chooser {
-	pw := lab.Workload{Keyspace: lab.ProbeKeys, Ratio: lab.Ratio{Gets: 1}, Seed: w.Seed ^ probeSeed,
-		KeyDist: lab.KeyDist{Kind: lab.KeyUniform}}
-	c := newChooser(&pw, index, lab.ProbeConnections)
-	c.base = uint32(w.Keyspace)
+	c.seq = c.lo
 	return c
 }
 
@@ -60,20 +55,26 @@ func newProbeChooser(w *lab.Workload, index int) chooser {
 // unit's share; otherwise an op drawn from the ratio and a key from the
 // distribution, the op first.
 func (c *chooser) next(prefill bool) (op int, key uint32) {
+	if prefill {
+		key = c.seq % c.keyspace // past its share (never, in the engines) it wraps
+		c.seq++
+		return opSet, c.base + key
+	}
 	op = opGet
-	if prefill || (c.weights > 0 && c.rng.Intn(c.weights) >= c.gets) {
+	if c.weights > 0 && c.rng.Intn(c.weights) >= c.gets {
 		op = opSet
 	}
-	switch {
-	case prefill || c.sequential:
-		key = c.seq % uint32(c.keyspace)
-		c.seq++
-	case c.zipf != nil:
-		key = uint32(c.zipf.Uint64())
-	default:
-		key = uint32(c.rng.Intn(c.keyspace))
-	}
-	return op, c.base + key
+	return op, c.base + c.keys.Next()
+}
+
+// newProbeChooser is probe connection index's chooser: uniform GETs of
+// the probe's keys, which follow the keyspace (lab.ProbeKeys of them).
+func newProbeChooser(w *lab.Workload, index int) chooser {
+	pw := lab.Workload{Keyspace: lab.ProbeKeys, Ratio: lab.Ratio{Gets: 1}, Seed: w.Seed ^ probeSeed,
+		KeyDist: keys.Dist{Kind: keys.Uniform}}
+	c := newChooser(&pw, index, lab.ProbeConnections)
+	c.base = uint32(w.Keyspace)
+	return c
 }
 
 // startPrefill points the chooser at the unit's share of the keyspace.
@@ -82,5 +83,6 @@ func (c *chooser) startPrefill() { c.seq = c.lo }
 // prefilled says whether the unit has written its whole share.
 func (c *chooser) prefilled() bool { return c.seq >= c.hi }
 
-// endPrefill puts sequential access back at the unit's own start.
-func (c *chooser) endPrefill() { c.seq = c.start }
+// endPrefill is the end of the unit's share; sequential access goes on
+// from the unit's own start, which the prefill never moved.
+func (c *chooser) endPrefill() {}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/keys"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -59,18 +60,18 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		ratio    lab.Ratio
-		dist     lab.KeyDist
+		dist     keys.Dist
 		prefill  bool
 		conns    int
 		keyspace int
 	}{
-		{"uniform mix", lab.Ratio{Gets: 70, Sets: 30}, lab.KeyDist{Kind: lab.KeyUniform}, false, 1, 40},
-		{"zipf", lab.Ratio{Gets: 50, Sets: 50}, lab.KeyDist{Kind: lab.KeyZipf, Alpha: 1.2}, false, 1, 40},
-		{"sequential SET", lab.Ratio{Sets: 1}, lab.KeyDist{Kind: lab.KeySequential}, false, 1, 40},
-		{"sequential GET after prefill", lab.Ratio{Gets: 1}, lab.KeyDist{Kind: lab.KeySequential}, true, 1, 40},
-		{"two connections, uniform", lab.Ratio{Gets: 60, Sets: 40}, lab.KeyDist{Kind: lab.KeyUniform}, false, 2, 41},
+		{"uniform mix", lab.Ratio{Gets: 70, Sets: 30}, keys.Dist{Kind: keys.Uniform}, false, 1, 40},
+		{"zipf", lab.Ratio{Gets: 50, Sets: 50}, keys.Dist{Kind: keys.Zipf, Alpha: 1.2}, false, 1, 40},
+		{"sequential SET", lab.Ratio{Sets: 1}, keys.Dist{Kind: keys.Sequential}, false, 1, 40},
+		{"sequential GET after prefill", lab.Ratio{Gets: 1}, keys.Dist{Kind: keys.Sequential}, true, 1, 40},
+		{"two connections, uniform", lab.Ratio{Gets: 60, Sets: 40}, keys.Dist{Kind: keys.Uniform}, false, 2, 41},
 		// Prefill shares (21 + 20 keys) differ from sequential starts (0, 20).
-		{"two connections, sequential after prefill", lab.Ratio{Gets: 1}, lab.KeyDist{Kind: lab.KeySequential}, true, 2, 41},
+		{"two connections, sequential after prefill", lab.Ratio{Gets: 1}, keys.Dist{Kind: keys.Sequential}, true, 2, 41},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var seqs [2][][]string
@@ -117,7 +118,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 }
 
 func TestChooser(t *testing.T) {
-	base := lab.Workload{Keyspace: 10, Seed: 3, Ratio: lab.Ratio{Gets: 1}, KeyDist: lab.KeyDist{Kind: lab.KeyUniform}}
+	base := lab.Workload{Keyspace: 10, Seed: 3, Ratio: lab.Ratio{Gets: 1}, KeyDist: keys.Dist{Kind: keys.Uniform}}
 	draw := func(c *chooser, n int, prefill bool) (ops [2]int, keys []uint32) {
 		for i := 0; i < n; i++ {
 			op, key := c.next(prefill)
@@ -129,17 +130,17 @@ func TestChooser(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		ratio   lab.Ratio
-		dist    lab.KeyDist
+		dist    keys.Dist
 		index   int
 		prefill bool
 		sets    int      // of 1000 draws: exactly, or -1 for "some but not all"
 		first   []uint32 // the first keys, when they are known
 	}{
-		{"GET only", lab.Ratio{Gets: 1}, lab.KeyDist{Kind: lab.KeyUniform}, 0, false, 0, nil},
-		{"SET only", lab.Ratio{Sets: 1}, lab.KeyDist{Kind: lab.KeyUniform}, 0, false, 1000, nil},
-		{"mix", lab.Ratio{Gets: 9, Sets: 1}, lab.KeyDist{Kind: lab.KeyUniform}, 0, false, -1, nil},
-		{"sequential from the unit's start", lab.Ratio{Gets: 1}, lab.KeyDist{Kind: lab.KeySequential}, 2, false, 0, []uint32{6, 7, 8, 9, 0, 1}},
-		{"prefill is SETs of the unit's share", lab.Ratio{Gets: 1}, lab.KeyDist{Kind: lab.KeyZipf, Alpha: 1.5}, 2, true, 1000, []uint32{8, 9}},
+		{"GET only", lab.Ratio{Gets: 1}, keys.Dist{Kind: keys.Uniform}, 0, false, 0, nil},
+		{"SET only", lab.Ratio{Sets: 1}, keys.Dist{Kind: keys.Uniform}, 0, false, 1000, nil},
+		{"mix", lab.Ratio{Gets: 9, Sets: 1}, keys.Dist{Kind: keys.Uniform}, 0, false, -1, nil},
+		{"sequential from the unit's start", lab.Ratio{Gets: 1}, keys.Dist{Kind: keys.Sequential}, 2, false, 0, []uint32{6, 7, 8, 9, 0, 1}},
+		{"prefill is SETs of the unit's share", lab.Ratio{Gets: 1}, keys.Dist{Kind: keys.Zipf, Alpha: 1.5}, 2, true, 1000, []uint32{8, 9}},
 	} {
 		w := base
 		w.Ratio, w.KeyDist = tc.ratio, tc.dist
@@ -167,8 +168,10 @@ func TestChooser(t *testing.T) {
 		}
 	}
 	// The units' prefill shares cover the keyspace once, and each unit
-	// says when its share is written.
+	// says when its share is written; sequential access then starts at
+	// the unit's own start, not where its prefill share ended.
 	w := base
+	w.KeyDist = keys.Dist{Kind: keys.Sequential}
 	written := map[uint32]int{}
 	for i := 0; i < 3; i++ {
 		c := newChooser(&w, i, 3)
@@ -180,8 +183,9 @@ func TestChooser(t *testing.T) {
 			_, key := c.next(true)
 			written[key]++
 		}
-		if c.endPrefill(); c.seq != c.start {
-			t.Errorf("unit %d: sequential access resumes at %d, not its start %d", i, c.seq, c.start)
+		c.endPrefill()
+		if _, k := c.next(false); k != uint32(i*3) {
+			t.Errorf("unit %d: sequential access after the prefill starts at key %d, not the unit's start %d", i, k, i*3)
 		}
 	}
 	for k := uint32(0); k < uint32(w.Keyspace); k++ {
@@ -193,7 +197,7 @@ func TestChooser(t *testing.T) {
 
 // Choosing is on every request's path: it allocates nothing.
 func TestChooserAllocatesNothing(t *testing.T) {
-	for _, dist := range []lab.KeyDist{{Kind: lab.KeyUniform}, {Kind: lab.KeySequential}, {Kind: lab.KeyZipf, Alpha: 1.1}} {
+	for _, dist := range []keys.Dist{{Kind: keys.Uniform}, {Kind: keys.Sequential}, {Kind: keys.Zipf, Alpha: 1.1}, {Kind: keys.Zipf, Alpha: 0.9}, {Kind: keys.Gaussian, Mean: 0.5, SD: 0.1}} {
 		w := lab.Workload{Keyspace: 1000, Seed: 1, Ratio: lab.Ratio{Gets: 3, Sets: 1}, KeyDist: dist}
 		c := newChooser(&w, 1, 4)
 		if n := testing.AllocsPerRun(1000, func() { c.next(false) }); n != 0 {

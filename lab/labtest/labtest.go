@@ -95,12 +95,21 @@ func StartServer(t testing.TB, bin string, extra ...string) *Server {
 // StartServerEnv is StartServer with extra environment (e.g. MALLOC_CONF).
 func StartServerEnv(t testing.TB, bin string, env []string, extra ...string) *Server {
 	t.Helper()
+	return StartServerWith(t, bin, env, func(int) []string { return extra })
+}
+
+// StartServerWith is StartServerEnv with arguments that depend on the
+// port the server is given (a TLS-only server: --port 0 --tls-port PORT
+// and its certificate files). Readiness is a TCP connection to the port,
+// which a TLS port accepts too.
+func StartServerWith(t testing.TB, bin string, env []string, extra func(port int) []string) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
 		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
 		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--logfile", s.Log, "--protected-mode", "no"}, extra...)
+			"--dir", dir, "--logfile", s.Log, "--protected-mode", "no"}, extra(port)...)
 		s.Cmd = exec.Command(bin, args...)
 		s.Cmd.Env = append(os.Environ(), env...)
 		if err := s.Cmd.Start(); err != nil {

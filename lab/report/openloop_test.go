@@ -15,7 +15,7 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 	r := &lab.Result{Workload: lab.Workload{ValueSz: lab.OneSize(1 << 20)}.Resolve(),
 		Ops: map[lab.Op]*lab.OpResult{lab.OpGet: {Ops: 100, Latency: lat}}}
 	var closed strings.Builder
-	WriteSummary(&closed, r)
+	WriteSummary(&closed, r, nil)
 	for _, not := range []string{"open loop", "knee", "per size class", "probe"} {
 		if strings.Contains(closed.String(), not) {
 			t.Errorf("a closed-loop summary mentions %q:\n%s", not, closed.String())
@@ -29,7 +29,7 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 	r.Probe = &lab.ProbeResult{Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}, Idle: lab.LatencySummary{P99: 300}, Latency: lab.LatencySummary{P99: 5300},
 		AddedP99: 5000, AddedLow: -200, AddedHigh: 9000, Ops: 800}
 	var b strings.Builder
-	WriteSummary(&b, r)
+	WriteSummary(&b, r, nil)
 	for _, want := range []string{
 		"open loop poisson arrivals: offered 300.0/s, achieved 250.0/s; 900 sent, 40 late (> 1ms); NOT SUSTAINABLE: 150 requests dropped past --queue-limit 1s",
 		"GET latency from the intended send p99 3.20ms; service (from the real send) p50 800us p99 1.50ms",

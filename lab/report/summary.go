@@ -12,9 +12,13 @@ import (
 	"github.com/linerate/linerate/lab"
 )
 
-// WriteSummary prints the human summary of a run: one row per operation,
+// WriteSummary prints the human summary of a run: one row per operation
+// with a latency column per percentile of ps (nil: lab.DefaultPercentiles),
 // then errors, client cost and notes.
-func WriteSummary(out io.Writer, r *lab.Result) {
+func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
+	if len(ps) == 0 {
+		ps = lab.DefaultPercentiles
+	}
 	w := r.Workload
 	fmt.Fprintf(out, "linerate %s  %s  engine %s", r.Linerate.Version, r.RunID, r.Engine.Name)
 	if r.Engine.Discard != "" {
@@ -40,7 +44,11 @@ func WriteSummary(out io.Writer, r *lab.Result) {
 	fmt.Fprintf(out, "\nwindow    %s measured of %s after %s warmup\n\n", r.Window.Measured.D().Round(1e6), r.Window.Requested, r.Window.Warmup)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tGbps\tops/s\tp50\tp90\tp99\tp99.9\tmax\tmean\tTTFB p99\terrors\t")
+	fmt.Fprint(tw, "op\tGbps\tops/s\t")
+	for _, p := range ps {
+		fmt.Fprint(tw, lab.PercentileName(p)+"\t")
+	}
+	fmt.Fprintln(tw, "max\tmean\tTTFB p99\terrors\t")
 	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
 		o, found := r.Ops[op]
 		if !found {
@@ -55,8 +63,15 @@ func WriteSummary(out io.Writer, r *lab.Result) {
 			errs += n
 		}
 		l := o.Latency
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", op, o.Gbps, o.OpsPerSec,
-			FormatUs(l.P50), FormatUs(l.P90), FormatUs(l.P99), FormatUs(l.P999), FormatUs(l.Max), FormatUs(l.Mean), ttfb, errs)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t", op, o.Gbps, o.OpsPerSec)
+		for _, p := range ps {
+			v, err := l.At(p)
+			if err != nil {
+				v = 0 // printed as "-": the record has no histogram to read it from
+			}
+			fmt.Fprint(tw, FormatUs(v)+"\t")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", FormatUs(l.Max), FormatUs(l.Mean), ttfb, errs)
 	}
 	tw.Flush()
 	writeOpenLoop(out, r)

@@ -3,6 +3,7 @@ package resp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -53,9 +54,13 @@ type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 // Options say how to reach and authenticate to a server.
 type Options struct {
 	Dial           Dialer        // nil: this host's network
-	DialTimeout    time.Duration // default 5 s
+	DialTimeout    time.Duration // default 5 s (the TLS handshake included)
 	User, Password string        // AUTH [user] password when Password is set
-	Limits         Limits
+	// TLS, when set, speaks TLS over the connection (a server started with
+	// --port 0 --tls-port): the handshake is part of Dial, and a
+	// certificate the configuration does not trust fails it.
+	TLS    *tls.Config
+	Limits Limits
 }
 
 // Conn is one control-plane connection: one command at a time, each reply
@@ -85,6 +90,14 @@ func Dial(ctx context.Context, addr string, opt Options) (*Conn, error) {
 	nc, err := dial(dctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	if opt.TLS != nil {
+		tc := tls.Client(nc, opt.TLS)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
 	}
 	c := &Conn{Addr: addr, lim: opt.Limits.withDefaults(), nc: nc, r: bufio.NewReaderSize(nc, MaxLine+2)}
 	if opt.Password != "" {

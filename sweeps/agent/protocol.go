@@ -15,6 +15,7 @@ const (
 	opStart      = "start"
 	opFlushAll   = "flushall"
 	opSnapshot   = "snapshot"
+	opInfo       = "info"
 	opStop       = "stop"
 	opTuneApply  = "tune-apply"
 	opTuneVerify = "tune-verify"
@@ -34,8 +35,10 @@ type agentRequest struct {
 	Plan   *sweeps.PlanVersion `json:"plan,omitempty"`
 	Bind   string              `json:"bind,omitempty"`
 	LogDir string              `json:"log_dir,omitempty"`
-	// flushall, snapshot (0: the host only), stop
+	// flushall, snapshot (0: the host only), stop, info
 	Server int `json:"server,omitempty"`
+	// info: the INFO sections to read
+	Sections []string `json:"sections,omitempty"`
 	// tune-apply: the profile file's text, the host's data address, the
 	// part of the host to tune (tuning.Scope; "" is all of it) and, for
 	// the kernel scope, the machine's network namespace (a path there)
@@ -58,8 +61,10 @@ type agentReply struct {
 	Snapshot *hostmetrics.Snapshot `json:"snapshot,omitempty"`
 	Tuning   json.RawMessage       `json:"tuning,omitempty"`
 	Drifts   int                   `json:"drifts,omitempty"`
-	// facts: the agent's clock as it answers
+	// facts: the agent's clock as it answers; info: when the server did
 	Now time.Time `json:"now,omitzero"`
+	// info: the sections' fields
+	Info map[string]string `json:"info,omitempty"`
 	// exited: which server ended and how
 	Server int `json:"server,omitempty"`
 	PID    int `json:"pid,omitempty"` // hello: the agent's PID

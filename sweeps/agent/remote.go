@@ -132,6 +132,17 @@ func (r *remoteServer) SnapshotHost(ctx context.Context) (*hostmetrics.Snapshot,
 	return rep.Snapshot, nil
 }
 
+// SampleInfo implements sweeps.InfoSampler: the agent reads the sections
+// on its host and stamps them with its clock, moved onto the client
+// host's here.
+func (r *remoteServer) SampleInfo(ctx context.Context, sections ...string) (sweeps.InfoSample, error) {
+	rep, _, err := r.agent.call(ctx, agentRequest{Op: opInfo, Server: r.st.ID, Sections: sections}, r.sess)
+	if err != nil {
+		return sweeps.InfoSample{}, err
+	}
+	return sweeps.InfoSample{At: rep.Now.Add(-r.shift), Fields: rep.Info}, nil
+}
+
 // RemoteTuner applies a tuning profile to both hosts of a pair through
 // their agents, checks both before each cell (sweeps.TuningCheck) and
 // reverts both. A host whose agent was replaced (its connection dropped:

@@ -24,6 +24,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,6 +220,23 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		delete(a.servers, req.Server)
 		a.noteServer(req.Server, nil)
 		return agentReply{}
+	case opInfo:
+		srv := a.servers[req.Server]
+		if srv == nil {
+			return fail(fmt.Errorf("info: no server %d on this host", req.Server))
+		}
+		is, ok := srv.(sweeps.InfoSampler)
+		if !ok {
+			return fail(fmt.Errorf("info: server %d does not read INFO", req.Server))
+		}
+		if err := checkSections(req.Sections); err != nil {
+			return fail(err)
+		}
+		s, err := is.SampleInfo(ctx, req.Sections...)
+		if err != nil {
+			return fail(err)
+		}
+		return agentReply{Info: s.Fields, Now: s.At}
 	case opSnapshot:
 		pid := 0
 		if req.Server != 0 {
@@ -380,4 +398,23 @@ func (a *Agent) cleanup(ctx context.Context) {
 	if a.lock != nil {
 		a.lock.Close() // releases the flock: the next agent may tune
 	}
+}
+
+// maxSections bounds an info request: the runner asks for two.
+const maxSections = 8
+
+var sectionRE = regexp.MustCompile(`^[a-z]{1,32}$`)
+
+// checkSections refuses an info request that names anything but a few
+// INFO sections: the request comes off the wire.
+func checkSections(secs []string) error {
+	if len(secs) == 0 || len(secs) > maxSections {
+		return fmt.Errorf("info: name 1 to %d INFO sections, not %d", maxSections, len(secs))
+	}
+	for _, s := range secs {
+		if !sectionRE.MatchString(s) {
+			return fmt.Errorf("info: %q is not an INFO section name", s)
+		}
+	}
+	return nil
 }

@@ -73,7 +73,7 @@ var prefixColumns = []column{
 	col("key_size", Int, "--key-size", func(r *row) any { return int64(r.w.KeySize) }),
 	col("ratio_get", Int, "-r, the GET weight", func(r *row) any { return int64(r.w.Ratio.Gets) }),
 	col("ratio_set", Int, "-r, the SET weight", func(r *row) any { return int64(r.w.Ratio.Sets) }),
-	col("key_dist", String, "--key-dist (uniform, sequential, zipf:1.1)", func(r *row) any { return str(r.w.KeyDist.String()) }),
+	col("key_dist", String, "--key-dist (uniform, sequential, zipf:0.9, gaussian:0.5,0.1)", func(r *row) any { return str(r.w.KeyDist.String()) }),
 	col("prefill", Bool, "--prefill", func(r *row) any { return r.w.Prefill }),
 	col("warmup_s", Float, "--warmup, seconds", func(r *row) any { return r.w.Warmup.Seconds() }),
 	col("duration_s", Float, "-d, seconds", func(r *row) any { return r.w.Duration.Seconds() }),
@@ -118,7 +118,7 @@ var cellColumns = []column{
 	col("errors", Int, "failed requests in the window", figure(func(r *row) any { return sumErrors(r.o.Errors) })),
 	col("p50_ms", Float, "latency p50, ms (first byte sent to last byte received)", latency(func(l lab.LatencySummary) float64 { return l.P50 })),
 	col("p90_ms", Float, "latency p90, ms", latency(func(l lab.LatencySummary) float64 { return l.P90 })),
-	col("p95_ms", Float, "latency p95, ms (from the stored histogram)", figure(func(r *row) any { return p95(r.o.Latency) })),
+	col("p95_ms", Float, "latency p95, ms (the histogram's, also in records older than the p95 field)", figure(func(r *row) any { return p95(r.o.Latency) })),
 	col("p99_ms", Float, "latency p99, ms", latency(func(l lab.LatencySummary) float64 { return l.P99 })),
 	col("p99_9_ms", Float, "latency p99.9, ms", latency(func(l lab.LatencySummary) float64 { return l.P999 })),
 	col("max_ms", Float, "latency max, ms", latency(func(l lab.LatencySummary) float64 { return l.Max })),
@@ -241,7 +241,7 @@ func p95(l lab.LatencySummary) any {
 	if l.Count == 0 {
 		return nil
 	}
-	v, err := l.ValueAt(95)
+	v, err := l.At(95) // the field, or the histogram of a record older than it
 	if err != nil {
 		return nil
 	}

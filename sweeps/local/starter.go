@@ -99,15 +99,18 @@ func (s *Starter) installed(ctx context.Context, v sweeps.VersionSpec) (*servers
 	return inst, err
 }
 
-// Settings maps a campaign version to launcher settings. Persistence and
-// protected mode stay off (infra's zero values), as the study ran.
+// Settings maps a campaign version to launcher settings. Persistence is
+// the campaign's (none when it says nothing, as the study ran); protected
+// mode stays off (infra's zero value).
 func Settings(pv sweeps.PlanVersion, logDir string) infra.ServerSettings {
 	sp := pv.Spec.Server
 	st := infra.ServerSettings{
-		IOThreads: sp.IOThreads,
-		MaxMemory: sp.MaxMemory,
-		Extra:     append([]string(nil), sp.Args...),
-		LogDir:    logDir,
+		IOThreads:   sp.IOThreads,
+		MaxMemory:   sp.MaxMemory,
+		Persistence: infra.Persistence(sp.Persistence),
+		TLS:         sp.TLS,
+		Extra:       append([]string(nil), sp.Args...),
+		LogDir:      logDir,
 	}
 	if len(sp.CPUs) > 0 {
 		st.CPUs = sp.CPUs.String()
@@ -244,7 +247,13 @@ func (s *Starter) adopt(ctx context.Context, srv infra.Server) (*running, error)
 		r.proc, _ = kernel.FS{}.Identity(pid)
 	}
 	if s.Net != nil {
-		r.dial = s.Net.Dial
+		r.ctlOpt.Dial = s.Net.Dial
+	}
+	if t := srv.Facts().TLS; t != nil {
+		if r.ctlOpt.TLS, err = t.ClientConfig(); err != nil {
+			_ = srv.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("server %s: %w", srv.Addr(), err)
+		}
 	}
 	go r.watch()
 	return r, nil
@@ -255,11 +264,14 @@ type running struct {
 	srv    infra.Server
 	host   string
 	port   int
-	dial   control.Dialer // nil: this host's network
+	ctlOpt control.Options // how the control plane reaches it: another namespace, TLS
 	exited chan error
 	// release, when set, runs after Stop: the container watchdog's end.
 	release func()
 	proc    kernel.Identity // read right after the start; zero when unreadable
+
+	ctlMu sync.Mutex
+	ctl   *control.Conn // SampleInfo's connection, kept between reads
 }
 
 // Info keys of a server's process identity in the environment record.
@@ -313,7 +325,7 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 }
 
 func (r *running) FlushAll(ctx context.Context) error {
-	ctl, err := control.DialVia(ctx, lab.Workload{Host: r.host, Port: r.port}, r.dial)
+	ctl, err := control.DialWith(ctx, lab.Workload{Host: r.host, Port: r.port}, r.ctlOpt)
 	if err != nil {
 		return err
 	}
@@ -321,8 +333,46 @@ func (r *running) FlushAll(ctx context.Context) error {
 	return ctl.FlushAll(ctx)
 }
 
+// SampleInfo implements sweeps.InfoSampler on a control connection of
+// its own, kept open between reads (two a second while a persisting
+// version runs) and dialled again after a fault. At is when the first
+// section's reply arrived.
+func (r *running) SampleInfo(ctx context.Context, sections ...string) (sweeps.InfoSample, error) {
+	r.ctlMu.Lock()
+	defer r.ctlMu.Unlock()
+	if r.ctl == nil {
+		c, err := control.DialWith(ctx, lab.Workload{Host: r.host, Port: r.port}, r.ctlOpt)
+		if err != nil {
+			return sweeps.InfoSample{}, err
+		}
+		r.ctl = c
+	}
+	s := sweeps.InfoSample{Fields: map[string]string{}}
+	for i, sec := range sections {
+		m, err := r.ctl.Info(ctx, sec)
+		if err != nil {
+			r.ctl.Close()
+			r.ctl = nil
+			return sweeps.InfoSample{}, err
+		}
+		if i == 0 {
+			s.At = time.Now()
+		}
+		for k, v := range m {
+			s.Fields[k] = v
+		}
+	}
+	return s, nil
+}
+
 func (r *running) Exited() <-chan error { return r.exited }
 func (r *running) Stop(ctx context.Context) error {
+	r.ctlMu.Lock()
+	if r.ctl != nil {
+		r.ctl.Close()
+		r.ctl = nil
+	}
+	r.ctlMu.Unlock()
 	err := r.srv.Stop(ctx)
 	if r.release != nil {
 		r.release()

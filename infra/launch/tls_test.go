@@ -1,0 +1,141 @@
+package launch_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/home"
+	"github.com/linerate/linerate/infra/launch"
+	"github.com/linerate/linerate/infra/servers"
+	"github.com/linerate/linerate/infra/tlsgen"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/control"
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+// tlsLaunchers are the builds the issue names: valkey 9.1 from the store
+// (installed when missing, into the user's store) and Debian's redis.
+func tlsLaunchers(t *testing.T) map[string]*launch.Local {
+	t.Helper()
+	dir, err := home.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := servers.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := servers.ParseSelector("valkey@9.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	inst, err := st.Install(ctx, sel, servers.InstallOptions{Runtime: "sid"})
+	if err != nil {
+		t.Fatalf("valkey 9.1 for the TLS test: %v", err)
+	}
+	return map[string]*launch.Local{
+		"valkey-9.1": inst.Launcher(),
+		"redis-deb":  {Binary: labtest.Need(t, "redis-server"), Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path"}},
+	}
+}
+
+// A TLS-only start: the launcher makes the run's CA and certificate,
+// starts the server with --port 0 --tls-port, and its readiness PING, INFO
+// facts and SHUTDOWN go over TLS; the facts say how to trust it, and the
+// control plane does INFO and FLUSHALL with that; a plain connection gets
+// nothing.
+func TestLocalStartsTLSOnly(t *testing.T) {
+	for name, l := range tlsLaunchers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			srv, err := l.Start(ctx, infra.ServerSettings{TLS: true, LogDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop(ctx)
+			f := srv.Facts()
+			if f.InfoServer["redis_version"] == "" || f.Config["port"] != "0" || f.Config["tls-port"] == "0" || f.Config["tls-port"] == "" {
+				t.Errorf("facts over TLS: version %q, port %q, tls-port %q", f.InfoServer["redis_version"], f.Config["port"], f.Config["tls-port"])
+			}
+			if !slices.Contains(f.Argv, "--tls-port") || f.TLS == nil || f.TLS.ServerName != "127.0.0.1" || len(f.TLS.CA) == 0 {
+				t.Fatalf("argv %v, tls %+v", f.Argv, f.TLS)
+			}
+			cfg, err := f.TLS.ClientConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, port, _ := net.SplitHostPort(srv.Addr())
+			w := lab.Workload{Host: host}
+			w.Port, _ = strconv.Atoi(port)
+			ctl, err := control.DialWith(ctx, w, control.Options{TLS: cfg})
+			if err != nil {
+				t.Fatalf("control plane over TLS: %v", err)
+			}
+			if _, err := ctl.Info(ctx, "memory"); err != nil {
+				t.Error(err)
+			}
+			if err := ctl.FlushAll(ctx); err != nil {
+				t.Error(err)
+			}
+			ctl.Close()
+			if c, err := control.Dial(ctx, w); err == nil {
+				c.Close()
+				t.Error("a plain connection to the TLS-only server worked")
+			}
+			// SHUTDOWN NOSAVE over TLS ends it: Stop escalates to
+			// SIGTERM otherwise, and says so.
+			if err := srv.Stop(ctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			if _, open := <-srv.Exited(); open {
+				t.Error("the stop was reported as an unexpected exit")
+			}
+		})
+	}
+}
+
+// Certificate files made elsewhere whose CA did not sign the server's
+// certificate: the start fails at once, not after the start timeout, and
+// the error names the certificate problem; nothing is left running.
+func TestLocalTLSWrongCA(t *testing.T) {
+	dir := t.TempDir()
+	good, err := tlsgen.Generate(tlsgen.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tlsgen.Generate(tlsgen.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := good.Write(filepath.Join(dir, "good"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := other.Write(filepath.Join(dir, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.CA = wrong.CA // the server trusts (and the launcher checks with) another CA
+	l := &launch.Local{Binary: labtest.Need(t, "redis-server"), Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path"}}
+	start := time.Now()
+	srv, err := l.Start(context.Background(), infra.ServerSettings{TLS: true, TLSFiles: &files, LogDir: t.TempDir(), StartTimeout: 20 * time.Second})
+	if err == nil {
+		srv.Stop(context.Background())
+		t.Fatal("a server whose certificate the CA did not sign was taken as ready")
+	}
+	if !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Errorf("error %q does not name the certificate problem", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("refused after %s: the wait ran on to the timeout", took)
+	}
+}

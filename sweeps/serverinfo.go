@@ -1,0 +1,313 @@
+package sweeps
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+)
+
+// InfoSampler is a RunningServer whose INFO the runner reads while a cell
+// runs, outside the measured load: its memory around the prefill and
+// after the cell, and its fork activity every half second. A server on
+// this machine (or in a namespace of it) answers on its own control
+// connection; one on a remote host through its agent there.
+type InfoSampler interface {
+	// SampleInfo reads the INFO sections named (one INFO call each: the
+	// multi-section form is Redis 7+ only) and says when the server
+	// answered, on the client host's clock.
+	SampleInfo(ctx context.Context, sections ...string) (InfoSample, error)
+}
+
+// InfoSample is what one SampleInfo read.
+type InfoSample struct {
+	At     time.Time         `json:"at"`
+	Fields map[string]string `json:"fields"`
+}
+
+// MemorySample is INFO memory (and the key count of INFO keyspace) at one
+// point of a cell.
+type MemorySample struct {
+	UsedMemory    int64   `json:"used_memory"`
+	UsedMemoryRSS int64   `json:"used_memory_rss"`
+	FragRatio     float64 `json:"mem_fragmentation_ratio"`
+	Keys          int64   `json:"keys"` // every database's keys (INFO keyspace)
+	Allocator     string  `json:"mem_allocator,omitempty"`
+	// AllocatorStats are INFO memory's allocator_* figures (jemalloc's
+	// allocated, active, resident bytes and their ratios), as numbers;
+	// absent for libc malloc.
+	AllocatorStats map[string]float64 `json:"allocator,omitempty"`
+}
+
+// MemoryRecord is a cell's memory: before the bench (after FLUSHALL),
+// after the prefill (as the warmup begins, when the bencher marks it and
+// the cell prefilled) and after the cell, and what each key cost.
+type MemoryRecord struct {
+	BeforePrefill *MemorySample `json:"before_prefill,omitempty"`
+	AfterPrefill  *MemorySample `json:"after_prefill,omitempty"`
+	AfterCell     *MemorySample `json:"after_cell,omitempty"`
+	// BytesPerKey is Δused_memory / Δkeys from before the prefill to after
+	// it, or, without an after-prefill sample, to after the cell
+	// (BytesPerKeyFrom says which); absent when no key was added.
+	BytesPerKey     float64 `json:"bytes_per_key,omitempty"`
+	BytesPerKeyFrom string  `json:"bytes_per_key_from,omitempty"` // prefill or cell
+	// Overhead is BytesPerKey over the value size, minus 1: what the
+	// server spends beyond the value itself (key, object headers, the
+	// allocator's size class, the dict).
+	Overhead float64 `json:"overhead,omitempty"`
+}
+
+// PersistenceSecond is the server's fork and rewrite activity in one
+// second of the measured window, numbered as the result's series are: a
+// p99 spike in second N of the bench lines up with a fork here. Samples
+// are taken every half second; a second holds what its samples saw.
+type PersistenceSecond struct {
+	Second int `json:"second"`
+	// Samples is how many INFO reads fell in the second.
+	Samples              int  `json:"samples"`
+	RDBBgsaveInProgress  bool `json:"rdb_bgsave_in_progress"`
+	AOFRewriteInProgress bool `json:"aof_rewrite_in_progress"`
+	// LatestForkUsec is the last fork's duration as the second's last
+	// sample reports it (INFO stats latest_fork_usec).
+	LatestForkUsec int64 `json:"latest_fork_usec"`
+	// Forks is how many forks began since the previous sample (INFO stats
+	// total_forks), absent where the server does not count them.
+	Forks      *int64 `json:"forks,omitempty"`
+	TotalForks *int64 `json:"total_forks,omitempty"`
+	// RDBSaves and AOFRewrites count completed snapshots and rewrites
+	// (INFO persistence, Redis 7 and Valkey); absent where not reported.
+	RDBSaves    *int64 `json:"rdb_saves,omitempty"`
+	AOFRewrites *int64 `json:"aof_rewrites,omitempty"`
+	// AOFDelayedFsync counts fsyncs the AOF had to wait for (everysec).
+	AOFDelayedFsync *int64 `json:"aof_delayed_fsync,omitempty"`
+}
+
+// INFO sections each kind of sample reads.
+var (
+	memorySections      = []string{"memory", "keyspace"}
+	persistenceSections = []string{"persistence", "stats"}
+)
+
+// memorySample reads a MemorySample from INFO memory and keyspace fields.
+func memorySample(f map[string]string) *MemorySample {
+	m := &MemorySample{
+		UsedMemory:    atoi(f["used_memory"]),
+		UsedMemoryRSS: atoi(f["used_memory_rss"]),
+		Allocator:     f["mem_allocator"],
+	}
+	m.FragRatio, _ = strconv.ParseFloat(f["mem_fragmentation_ratio"], 64)
+	for k, v := range f {
+		switch {
+		case strings.HasPrefix(k, "allocator_"):
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				if m.AllocatorStats == nil {
+					m.AllocatorStats = map[string]float64{}
+				}
+				m.AllocatorStats[k] = x
+			}
+		case strings.HasPrefix(k, "db") && strings.HasPrefix(v, "keys="):
+			// db0:keys=500,expires=0,avg_ttl=0
+			keys, _, _ := strings.Cut(strings.TrimPrefix(v, "keys="), ",")
+			m.Keys += atoi(keys)
+		}
+	}
+	return m
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n
+}
+
+// memoryRecord puts a cell's samples together and works out what a key
+// cost: from before the prefill to after it when the bencher marked its
+// end, else to after the cell.
+func memoryRecord(before, afterPrefill, afterCell *MemorySample, valueSize int64) *MemoryRecord {
+	m := &MemoryRecord{BeforePrefill: before, AfterPrefill: afterPrefill, AfterCell: afterCell}
+	if before == nil {
+		return m
+	}
+	for _, c := range []struct {
+		s    *MemorySample
+		from string
+	}{{afterPrefill, "prefill"}, {afterCell, "cell"}} {
+		if c.s == nil || c.s.Keys <= before.Keys {
+			continue
+		}
+		m.BytesPerKey = float64(c.s.UsedMemory-before.UsedMemory) / float64(c.s.Keys-before.Keys)
+		m.BytesPerKeyFrom = c.from
+		if valueSize > 0 {
+			m.Overhead = m.BytesPerKey/float64(valueSize) - 1
+		}
+		break
+	}
+	return m
+}
+
+// persistenceSeries puts fork samples into the seconds of the window that
+// opened at start: second i holds the samples taken in [start+i,
+// start+i+1). Forks are counted against the sample before each, which may
+// be from before the window. A second no sample fell in is left out.
+func persistenceSeries(samples []InfoSample, start time.Time, seconds int) []PersistenceSecond {
+	var out []PersistenceSecond
+	var prevForks *int64
+	for _, smp := range samples {
+		forks := optInt(smp.Fields, "total_forks")
+		d := smp.At.Sub(start)
+		i := int(d / time.Second)
+		if d < 0 || i >= seconds {
+			if d < 0 {
+				prevForks = forks
+			}
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Second != i {
+			out = append(out, PersistenceSecond{Second: i})
+		}
+		sec := &out[len(out)-1]
+		sec.Samples++
+		sec.RDBBgsaveInProgress = sec.RDBBgsaveInProgress || smp.Fields["rdb_bgsave_in_progress"] == "1"
+		sec.AOFRewriteInProgress = sec.AOFRewriteInProgress || smp.Fields["aof_rewrite_in_progress"] == "1"
+		sec.LatestForkUsec = atoi(smp.Fields["latest_fork_usec"])
+		sec.TotalForks = forks
+		sec.RDBSaves = optInt(smp.Fields, "rdb_saves")
+		sec.AOFRewrites = optInt(smp.Fields, "aof_rewrites")
+		sec.AOFDelayedFsync = optInt(smp.Fields, "aof_delayed_fsync")
+		if forks != nil {
+			n := int64(0)
+			if sec.Forks != nil {
+				n = *sec.Forks
+			}
+			if prevForks != nil {
+				n += *forks - *prevForks
+			}
+			sec.Forks = &n
+		}
+		prevForks = forks
+	}
+	return out
+}
+
+// optInt is a field as a number, nil when the server does not report it.
+func optInt(f map[string]string, key string) *int64 {
+	v, ok := f[key]
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// forkEvery is how often a persisting server's fork activity is read.
+const forkEvery = 500 * time.Millisecond
+
+// infoTimeout bounds one INFO read: a server busy forking answers late,
+// and a cell must not wait on it.
+const infoTimeout = 5 * time.Second
+
+// infoWatch reads one cell's server INFO for the runner: memory before
+// the bench, as the prefill ends and after the cell, and, when the
+// version persists, fork activity every forkEvery while the bench runs.
+// A read that fails leaves its sample out; the cell goes on.
+type infoWatch struct {
+	srv     InfoSampler
+	ctx     context.Context
+	mu      sync.Mutex
+	samples []InfoSample
+	before  *MemorySample
+	prefill *MemorySample
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// watchInfo starts watching srv for a cell (nil when srv cannot read INFO):
+// the memory before the bench now, and forks from now on when forks is
+// set. ctx is the runner's, not the cell's: the last reads come after the
+// bench ended the cell's.
+func watchInfo(ctx context.Context, srv RunningServer, forks bool) *infoWatch {
+	is, ok := srv.(InfoSampler)
+	if !ok {
+		return nil
+	}
+	iw := &infoWatch{srv: is, ctx: ctx, stop: make(chan struct{}), done: make(chan struct{})}
+	iw.before = iw.memory()
+	if !forks {
+		close(iw.done)
+		return iw
+	}
+	go func() {
+		defer close(iw.done)
+		t := time.NewTicker(forkEvery)
+		defer t.Stop()
+		for {
+			if s, err := iw.read(persistenceSections); err == nil {
+				iw.mu.Lock()
+				iw.samples = append(iw.samples, s)
+				iw.mu.Unlock()
+			}
+			select {
+			case <-t.C:
+			case <-iw.stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return iw
+}
+
+func (iw *infoWatch) read(sections []string) (InfoSample, error) {
+	ctx, cancel := context.WithTimeout(iw.ctx, infoTimeout)
+	defer cancel()
+	return iw.srv.SampleInfo(ctx, sections...)
+}
+
+func (iw *infoWatch) memory() *MemorySample {
+	s, err := iw.read(memorySections)
+	if err != nil {
+		return nil
+	}
+	return memorySample(s.Fields)
+}
+
+// prefilled reads the memory as the prefill ends (the bencher's warmup
+// mark, before any warmup request is sent).
+func (iw *infoWatch) prefilled() {
+	m := iw.memory()
+	iw.mu.Lock()
+	iw.prefill = m
+	iw.mu.Unlock()
+}
+
+// finish stops the fork reads, reads the memory after the cell and puts
+// both into rec, the forks cut to res's measured window.
+func (iw *infoWatch) finish(rec *CellRecord, res *lab.Result, w lab.Workload) {
+	close(iw.stop)
+	<-iw.done
+	after := iw.memory()
+	iw.mu.Lock()
+	defer iw.mu.Unlock()
+	// With a size mix the overhead is over the mix's mean value size.
+	rec.Memory = memoryRecord(iw.before, iw.prefill, after, int64(math.Round(w.ValueSz.Mean())))
+	if len(iw.samples) == 0 || res == nil || res.Window.Measured <= 0 {
+		return
+	}
+	start := res.Ended.Add(-res.Window.Measured.D())
+	if res.Window.Start != nil {
+		start = *res.Window.Start
+	}
+	secs := int((res.Window.Measured.D() + time.Second - 1) / time.Second)
+	rec.Persistence = persistenceSeries(iw.samples, start, secs)
+}
+
+// persists says whether a version keeps anything on disk, so its forks
+// are worth reading.
+func persists(s ServerSettings) bool { return s.Persistence != "" && s.Persistence != "none" }

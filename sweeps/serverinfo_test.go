@@ -1,0 +1,219 @@
+package sweeps
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+)
+
+func TestMemorySampleFromInfo(t *testing.T) {
+	m := memorySample(map[string]string{"used_memory": "1048576", "used_memory_rss": "6705152", "mem_fragmentation_ratio": "7.65",
+		"mem_allocator": "jemalloc-5.3.0", "allocator_allocated": "1200000", "allocator_frag_ratio": "1.08", "allocator_name": "x",
+		"db0": "keys=500,expires=0,avg_ttl=0", "db3": "keys=12,expires=1,avg_ttl=0"})
+	if m.UsedMemory != 1<<20 || m.UsedMemoryRSS != 6705152 || m.FragRatio != 7.65 || m.Keys != 512 || m.Allocator != "jemalloc-5.3.0" ||
+		m.AllocatorStats["allocator_allocated"] != 1.2e6 || m.AllocatorStats["allocator_frag_ratio"] != 1.08 || len(m.AllocatorStats) != 2 {
+		t.Errorf("%+v", m)
+	}
+}
+
+func TestMemoryRecord(t *testing.T) {
+	const mib = 1 << 20
+	before := &MemorySample{UsedMemory: 900_000}
+	prefilled := &MemorySample{UsedMemory: 900_000 + 64*1_101_005, Keys: 64} // 1.05 MiB a key
+	cell := &MemorySample{UsedMemory: 900_000 + 64*1_153_434, Keys: 64}      // 1.1 MiB
+	for _, tc := range []struct {
+		name                string
+		before, after, cell *MemorySample
+		perKey              float64
+		from                string
+	}{
+		{"from the prefill", before, prefilled, cell, 1_101_005, "prefill"},
+		{"without a prefill mark", before, nil, cell, 1_153_434, "cell"},
+		{"no key added", before, nil, &MemorySample{UsedMemory: 2_000_000}, 0, ""},
+		{"nothing before", nil, prefilled, cell, 0, ""},
+	} {
+		m := memoryRecord(tc.before, tc.after, tc.cell, mib)
+		if math.Abs(m.BytesPerKey-tc.perKey) > 1 || m.BytesPerKeyFrom != tc.from {
+			t.Errorf("%s: %v bytes per key from %q, want %v from %q", tc.name, m.BytesPerKey, m.BytesPerKeyFrom, tc.perKey, tc.from)
+		}
+		if want := tc.perKey/mib - 1; tc.perKey > 0 && math.Abs(m.Overhead-want) > 1e-9 {
+			t.Errorf("%s: overhead %v, want %v", tc.name, m.Overhead, want)
+		}
+	}
+}
+
+// Samples fall into the window's seconds as the result's series number
+// them; forks are counted against the sample before, also one taken
+// before the window opened.
+func TestPersistenceSeries(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int, f map[string]string) InfoSample {
+		return InfoSample{At: start.Add(time.Duration(ms) * time.Millisecond), Fields: f}
+	}
+	f := func(forks int, rewriting int, latest int) map[string]string {
+		return map[string]string{"total_forks": fmt.Sprint(forks), "aof_rewrite_in_progress": fmt.Sprint(rewriting),
+			"rdb_bgsave_in_progress": "0", "latest_fork_usec": fmt.Sprint(latest), "aof_rewrites": fmt.Sprint(forks)}
+	}
+	samples := []InfoSample{
+		at(-300, f(5, 0, 100)),
+		at(200, f(5, 0, 100)),
+		at(700, f(6, 1, 1234)),
+		at(1400, f(6, 0, 1234)),
+		at(2100, f(8, 1, 2000)),
+		at(2600, f(8, 0, 2000)),
+		at(3200, f(9, 0, 900)), // after the window: left out
+	}
+	got := persistenceSeries(samples, start, 3)
+	want := []struct {
+		samples, forks int
+		rewriting      bool
+		latest         int64
+	}{{2, 1, true, 1234}, {1, 0, false, 1234}, {2, 2, true, 2000}}
+	if len(got) != len(want) {
+		t.Fatalf("%d seconds, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Second != i || g.Samples != w.samples || g.Forks == nil || *g.Forks != int64(w.forks) || g.AOFRewriteInProgress != w.rewriting ||
+			g.LatestForkUsec != w.latest || g.TotalForks == nil || g.AOFRewrites == nil || g.RDBSaves != nil {
+			t.Errorf("second %d: %+v, want %+v", i, g, w)
+		}
+	}
+	// A second no sample fell in is left out, not made up.
+	if got := persistenceSeries([]InfoSample{at(100, f(1, 0, 0)), at(2100, f(1, 0, 0))}, start, 3); len(got) != 2 || got[1].Second != 2 {
+		t.Errorf("a second without samples: %+v", got)
+	}
+	// A server that counts no forks says nothing of them.
+	if got := persistenceSeries([]InfoSample{at(100, map[string]string{"rdb_bgsave_in_progress": "1"})}, start, 1); len(got) != 1 ||
+		got[0].Forks != nil || got[0].TotalForks != nil || !got[0].RDBBgsaveInProgress {
+		t.Errorf("without total_forks: %+v", got)
+	}
+}
+
+// infoServer is a fakeServer that answers INFO: its memory grows by
+// 1.1 MiB a key and it forks once a second.
+type infoServer struct {
+	*fakeServer
+	mu    sync.Mutex
+	keys  int64
+	reads map[string]int
+	born  time.Time
+}
+
+func (s *infoServer) SampleInfo(_ context.Context, sections ...string) (InfoSample, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	f := map[string]string{}
+	for _, sec := range sections {
+		s.reads[sec]++
+		switch sec {
+		case "memory":
+			f["used_memory"] = fmt.Sprint(1_000_000 + s.keys*1_153_434) // 1.1 MiB a key
+		case "keyspace":
+			if s.keys > 0 {
+				f["db0"] = fmt.Sprintf("keys=%d,expires=0,avg_ttl=0", s.keys)
+			}
+		case "stats":
+			f["total_forks"] = fmt.Sprint(int64(now.Sub(s.born) / time.Second))
+			f["latest_fork_usec"] = "700"
+		case "persistence":
+			f["aof_rewrite_in_progress"] = "0"
+			f["rdb_bgsave_in_progress"] = "0"
+		}
+	}
+	return InfoSample{At: now, Fields: f}, nil
+}
+
+type infoStarter struct {
+	fakeStarter
+	srv *infoServer
+}
+
+func (f *infoStarter) Start(ctx context.Context, v PlanVersion, dir string) (RunningServer, error) {
+	s, err := f.fakeStarter.Start(ctx, v, dir)
+	if err != nil {
+		return nil, err
+	}
+	f.srv = &infoServer{fakeServer: s.(*fakeServer), reads: map[string]int{}, born: time.Now()}
+	return f.srv, nil
+}
+
+// prefillBench writes the keyspace at the warmup mark, as the engine's
+// prefill ends, then runs a window of the workload's length.
+type prefillBench struct{ starter *infoStarter }
+
+func (b prefillBench) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
+	srv := b.starter.srv
+	srv.mu.Lock()
+	srv.keys = int64(w.Keyspace)
+	srv.mu.Unlock()
+	mark(lab.PhaseWarmup)
+	start := time.Now()
+	mark(lab.PhaseMeasure)
+	time.Sleep(w.Duration.D())
+	mark(lab.PhaseDrain)
+	res := fakeResult(w, 1)
+	res.Window.Start, res.Ended = &start, time.Now()
+	return res, nil
+}
+
+// The runner reads the server's memory around every cell and, for a
+// version that persists, its fork activity per second of the window.
+func TestRunnerSamplesServerInfo(t *testing.T) {
+	for _, persistence := range []string{"", "aof-always"} {
+		t.Run("persistence "+persistence, func(t *testing.T) {
+			spec := "name: rt\nversions:\n  - {store: valkey@9.1, label: A}\nworkload:\n  ratio: GET\n  value-size: 1MiB\n  connections: 2\n" +
+				"  threads: 1\n  keyspace: 8\n  prefill: true\n  duration: 2s\n"
+			if persistence != "" {
+				spec += "server: {persistence: " + persistence + "}\n"
+			}
+			p := testPlan(t, spec)
+			dir := t.TempDir()
+			st, err := OpenStore(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			starter := &infoStarter{}
+			r := &Runner{Plan: p, Store: st, Servers: starter, Bench: prefillBench{starter}}
+			if _, err := r.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			run, err := ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := run.Cells[p.Cells[0].ID]
+			if rec == nil || rec.Status != StatusDone {
+				t.Fatalf("cell %+v", rec)
+			}
+			m := rec.Memory
+			if m == nil || m.BeforePrefill == nil || m.AfterPrefill == nil || m.AfterCell == nil || m.BytesPerKeyFrom != "prefill" ||
+				math.Abs(m.BytesPerKey-1.1*(1<<20)) > 1 || math.Abs(m.Overhead-0.1) > 1e-6 {
+				t.Fatalf("memory %+v", m)
+			}
+			switch {
+			case persistence == "" && (rec.Persistence != nil || starter.srv.reads["stats"] > 0):
+				t.Errorf("persistence none, yet %d fork seconds and %d INFO stats reads", len(rec.Persistence), starter.srv.reads["stats"])
+			case persistence != "" && len(rec.Persistence) < 1:
+				t.Errorf("persistence %s: no fork series", persistence)
+			case persistence != "":
+				var forks int64
+				for _, s := range rec.Persistence {
+					if s.Forks != nil {
+						forks += *s.Forks
+					}
+				}
+				if forks < 1 || rec.Persistence[0].LatestForkUsec != 700 {
+					t.Errorf("fork series %+v: %d forks over the window", rec.Persistence, forks)
+				}
+			}
+		})
+	}
+}

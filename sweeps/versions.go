@@ -1,0 +1,254 @@
+package sweeps
+
+// The server side of a campaign file: the server block (campaign-wide
+// and per version) and the versions list.
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/lab"
+)
+
+// serverSettings decodes a server block into out, which holds the defaults
+// already; extra (may be nil) adds version-level fields.
+func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings, extra map[string]fieldFunc) {
+	var own *yaml.Node // this block's persistence or args: check the two against each other
+	fields := map[string]fieldFunc{
+		"persistence": func(n *yaml.Node, p string) {
+			own = n
+			if s, ok := d.scalar(n, p, "one of "+infra.PersistencesForms); ok {
+				if _, err := infra.ParsePersistence(s); err != nil || s == "" {
+					d.fail(n, p, "%q: use %s", s, infra.PersistencesForms)
+					return
+				}
+				out.Persistence = s
+			}
+		},
+		"tls": func(n *yaml.Node, p string) {
+			// Until the bench speaks TLS on its data connections, a
+			// TLS-only server is started, flushed and read, but cannot
+			// be measured: refused here, at plan time.
+			if d.boolean(n, p, &out.TLS) && out.TLS {
+				d.fail(n, p, "the bench's data plane does not speak TLS yet, so a TLS-only server cannot be measured; the launcher and the control plane do (see docs/servers.md)")
+			}
+		},
+		"io-threads": func(n *yaml.Node, p string) {
+			var v int64
+			if d.integer(n, p, 1, 128, &v) {
+				out.IOThreads = int(v)
+			}
+		},
+		"maxmemory": func(n *yaml.Node, p string) {
+			s, ok := d.scalar(n, p, "a memory size such as 60gb")
+			if ok && !memoryRE.MatchString(s) {
+				d.fail(n, p, "%q: use a server memory size such as 2gb, 512mb or 0 (no limit)", s)
+				return
+			}
+			out.MaxMemory = s
+		},
+		"cpus": func(n *yaml.Node, p string) {
+			if s, ok := d.scalar(n, p, "a CPU list"); ok {
+				l, err := lab.ParseCPUList(s)
+				if err != nil {
+					d.fail(n, p, "%v", err)
+					return
+				}
+				if len(l) == 0 {
+					d.fail(n, p, "%q: use %s", s, lab.CPUListForms)
+					return
+				}
+				out.CPUs = l
+			}
+		},
+		"args": func(n *yaml.Node, p string) {
+			own = n
+			n = deref(n)
+			if n.Kind != yaml.SequenceNode {
+				d.fail(n, p, "want a list of arguments such as [--save, \"\"], got %s", kindName(n))
+				return
+			}
+			var mine []string
+			for i, el := range n.Content {
+				el = deref(el)
+				switch {
+				case el.Kind == yaml.ScalarNode && el.ShortTag() == "!!null":
+					mine = append(mine, "") // --save with nothing after it
+				case el.Kind == yaml.ScalarNode:
+					mine = append(mine, el.Value)
+				default:
+					d.fail(el, fmt.Sprintf("%s[%d]", p, i), "want an argument, got %s", kindName(el))
+				}
+			}
+			if len(mine) > 0 && !strings.HasPrefix(mine[0], "--") {
+				d.fail(n, p, "first argument %q is not an option; server args look like [--save, \"\"]", mine[0])
+			}
+			// Version args come after the campaign's: the server takes the last.
+			out.Args = append(append([]string(nil), out.Args...), mine...)
+		},
+	}
+	for k, f := range extra {
+		fields[k] = f
+	}
+	d.mapping(n, path, fields)
+	if own == nil || out.Persistence == "" {
+		return
+	}
+	for _, a := range out.Args {
+		for _, flag := range infra.PersistenceArgs {
+			if a == flag {
+				d.fail(own, join(path, "args"), "%s sets persistence, which %s already says (%s); give it once", a, join(path, "persistence"), out.Persistence)
+				return
+			}
+		}
+	}
+}
+
+func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) []VersionSpec {
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		d.fail(n, path, "want a list of server versions (store, binary or image), got %s", kindName(n))
+		return nil
+	}
+	var out []VersionSpec
+	labels := map[string]int{}
+	for i, vn := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		v := VersionSpec{Line: vn.Line, Server: defaults}
+		v.Server.Args = append([]string(nil), defaults.Args...)
+		var labelNode *yaml.Node
+		version := map[string]fieldFunc{
+			"store": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Store)
+				if v.Store != "" && !selectorRE.MatchString(v.Store) {
+					d.fail(n, p, "%q: use NAME@VERSION such as valkey@9.1 or redis@7.0", v.Store)
+				}
+			},
+			"runtime": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Runtime)
+				if v.Runtime != "" && !runtimeRE.MatchString(v.Runtime) {
+					d.fail(n, p, "%q is not a runtime suite name such as sid", v.Runtime)
+				}
+			},
+			"binary": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Binary)
+				if v.Binary != "" && !strings.HasPrefix(v.Binary, "/") {
+					d.fail(n, p, "%q: give an absolute path to the server binary", v.Binary)
+				}
+			},
+			"image": func(n *yaml.Node, p string) {
+				d.str(n, p, &v.Image)
+				if v.Image != "" && (strings.ContainsAny(v.Image, " \t") || !strings.Contains(v.Image, ":")) {
+					d.fail(n, p, "%q: give an image with its tag such as valkey/valkey:9.1.0", v.Image)
+				}
+			},
+			"label": func(n *yaml.Node, p string) {
+				labelNode = n
+				v.LabelGiven = true
+				d.str(n, p, &v.Label)
+				if v.Label != "" && !labelRE.MatchString(v.Label) {
+					d.fail(n, p, "%q: use letters, digits, . @ + - (it is part of every cell ID)", v.Label)
+				}
+			},
+			"env": func(n *yaml.Node, p string) {
+				n = deref(n)
+				if n.Kind != yaml.MappingNode {
+					d.fail(n, p, "want a mapping of NAME: value, got %s", kindName(n))
+					return
+				}
+				v.Env = map[string]string{}
+				for j := 0; j+1 < len(n.Content); j += 2 {
+					k := n.Content[j].Value
+					kp := join(p, k)
+					if !envKeyRE.MatchString(k) {
+						d.fail(n.Content[j], kp, "not an environment variable name")
+						continue
+					}
+					if _, dup := v.Env[k]; dup {
+						d.fail(n.Content[j], kp, "given twice")
+						continue
+					}
+					var s string
+					d.str(n.Content[j+1], kp, &s)
+					v.Env[k] = s
+				}
+			},
+		}
+		d.serverSettings(vn, p, &v.Server, version)
+		set := 0
+		for _, s := range []string{v.Store, v.Binary, v.Image} {
+			if s != "" {
+				set++
+			}
+		}
+		if deref(vn).Kind == yaml.MappingNode {
+			if set != 1 {
+				d.fail(vn, p, "give exactly one of store (valkey@9.1), binary (/path/to/server) or image (valkey/valkey:9.1.0)")
+			}
+			if v.Runtime != "" && v.Store == "" {
+				d.fail(vn, p+".runtime", "runtime applies to store versions only")
+			}
+		}
+		if v.Label == "" {
+			v.Label = defaultLabel(v)
+		}
+		if v.Label == "" && set == 1 && (v.Image == "" || strings.Contains(v.Image, ":")) {
+			d.fail(vn, p+".label", "cannot derive a label from %q; add label: NAME", v.Selector())
+		}
+		if v.Label != "" {
+			if prev, dup := labels[v.Label]; dup {
+				at := vn
+				if labelNode != nil {
+					at = labelNode
+				}
+				d.fail(at, p+".label", "label %q is already used by versions[%d]; add a distinct label:", v.Label, prev)
+			}
+			labels[v.Label] = i
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// defaultLabel names a version in cell IDs before its real version is known:
+// the store selector as written, an image as name-tag, a binary by its
+// file name.
+func defaultLabel(v VersionSpec) string {
+	switch {
+	case v.Store != "":
+		return v.Store
+	case v.Image != "":
+		ref := v.Image
+		if at := strings.Index(ref, "@"); at >= 0 {
+			ref = ref[:at]
+		}
+		slash := strings.LastIndex(ref, "/")
+		name, tag, ok := strings.Cut(ref[slash+1:], ":")
+		if !ok {
+			return ""
+		}
+		return sanitizeSegment(name + "-" + tag)
+	case v.Binary != "":
+		b := v.Binary[strings.LastIndex(v.Binary, "/")+1:]
+		return sanitizeSegment(b)
+	}
+	return ""
+}
+
+// sanitizeSegment keeps an ID segment to characters that are safe in a file
+// name and never "_", which joins segments in cell file names.
+func sanitizeSegment(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '@', r == '+', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}

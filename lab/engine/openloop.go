@@ -320,9 +320,11 @@ func bucketLatency(counts []uint64) *lab.StepLatency {
 }
 
 // bucketQuantile is the pct-th percentile of the buckets: the middle of
-// the bucket where the rank, rounded up, is reached.
+// the bucket where the rank, rounded to nearest, is reached.
 func bucketQuantile(counts []uint64, total, pct uint64) float64 {
-	target := (total*pct + 99) / 100
+	// HdrHistogram's rank rule (round, not ceil), so the per-second
+	// histograms of the .hlog give the series' p99 exactly.
+	target := min(max((total*pct*2+100)/200, 1), total)
 	var cum uint64
 	for b, n := range counts {
 		if cum += n; cum >= target {

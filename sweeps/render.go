@@ -48,6 +48,10 @@ func WritePlan(out io.Writer, p *Plan) error {
 	fmt.Fprintf(&b, "estimated wall time: %s (measuring %s, prefill %s, %d server starts at %s, %s per cell overhead)\n",
 		e.Total.Round(time.Second), e.Measuring.Round(time.Second), e.Prefill.Round(time.Second),
 		e.ServerStarts, e.Params.ServerStart, e.Params.CellOverhead)
+	if e.Calibration > 0 {
+		fmt.Fprintf(&b, "link calibration first: %s (1 flow and %d flows, GET and SET, %s each)\n",
+			e.Calibration.Round(time.Second), p.Campaign.CalibrationConnections(), p.Campaign.Calibrate.Duration)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }

@@ -72,6 +72,12 @@ type CellRecord struct {
 	// Tuning is the check of the hosts against the tuning profile made
 	// just before the cell; absent when the campaign names no profile.
 	Tuning *TuningVerify `json:"tuning,omitempty"`
+	// Clients holds each client host's own record when the load came
+	// from several (clients: N); Result is their merge.
+	Clients []ClientRecord `json:"clients,omitempty"`
+	// NIC is each host's data interface over the measured window: the
+	// rise of its driver's trouble counters (clients.go).
+	NIC []NICDelta `json:"nic,omitempty"`
 	// ClientLimited repeats Limit's flag at the top so no summary misses it.
 	ClientLimited bool      `json:"client_limited"`
 	History       []Attempt `json:"history,omitempty"` // earlier failed attempts
@@ -111,6 +117,9 @@ type Environment struct {
 	TuningProfile string          `json:"tuning_profile,omitempty"` // the campaign's profile name
 	Tuning        json.RawMessage `json:"tuning,omitempty"`         // the tuning snapshot, opaque here
 	Servers       []ServerFacts   `json:"servers"`
+	// Link is the link as calibrated before the first cell (link.go);
+	// absent when not measured.
+	Link *Link `json:"link,omitempty"`
 }
 
 // EnvSchema names the layout of Environment.

@@ -113,3 +113,20 @@ func TestMergeNamesTheHostThatFailed(t *testing.T) {
 		t.Error("no record merged")
 	}
 }
+
+func TestSumLive(t *testing.T) {
+	a := &lab.Live{Phase: lab.PhaseMeasure, Final: true, Counts: []lab.LiveCount{{Phase: lab.PhaseMeasure, Op: lab.OpGet, OK: 3, PayloadBytes: 30, Latency: []uint64{1, 2}}}}
+	b := &lab.Live{Phase: lab.PhaseWarmup, Counts: []lab.LiveCount{{Phase: lab.PhaseMeasure, Op: lab.OpGet, OK: 4, PayloadBytes: 40, Latency: []uint64{0, 1, 3}},
+		{Phase: lab.PhaseWarmup, Op: lab.OpSet, OK: 1, Errors: map[lab.ErrorKind]uint64{lab.ErrTimeout: 2}}}}
+	s := lab.SumLive([]*lab.Live{a, b})
+	g := s.Count(lab.PhaseMeasure, lab.OpGet)
+	if g == nil || g.OK != 7 || g.PayloadBytes != 70 || len(g.Latency) != 3 || g.Latency[1] != 3 || g.Latency[2] != 3 {
+		t.Errorf("measure GET %+v", g)
+	}
+	if w := s.Count(lab.PhaseWarmup, lab.OpSet); w == nil || w.Errors[lab.ErrTimeout] != 2 || s.Final || s.Phase != lab.PhaseMeasure {
+		t.Errorf("sum %+v", s)
+	}
+	if a.Counts[0].OK != 3 || len(a.Counts[0].Latency) != 2 {
+		t.Errorf("the first run's counts changed: %+v", a.Counts[0])
+	}
+}

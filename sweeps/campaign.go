@@ -254,7 +254,10 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 			c.lines[p] = pos{n.Line, n.Column}
 			d.clients(n, p, &c.Clients)
 		},
-		"calibrate": func(n *yaml.Node, p string) { d.calibration(n, p, &c.Calibrate) },
+		"calibrate": func(n *yaml.Node, p string) {
+			c.lines[p] = pos{n.Line, n.Column}
+			d.calibration(n, p, &c.Calibrate)
+		},
 	})
 	if root.Kind != yaml.MappingNode {
 		return nil, d.errs

@@ -6,6 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/lab"
 )
 
@@ -94,7 +95,7 @@ func (c *Campaign) ClientCount() int { return max(c.Clients, 1) }
 
 // MaxClients bounds clients: N. Sixteen client hosts drive far more than
 // the 600 Gbps instance classes; more is a typo.
-const MaxClients = 16
+const MaxClients = infra.MaxClients
 
 // calibration decodes the calibrate field: true, false, or a mapping.
 func (d *decoder) calibration(n *yaml.Node, path string, out *Calibration) {
@@ -150,6 +151,13 @@ func (d *decoder) clients(n *yaml.Node, path string, out *int) {
 	if d.integer(n, path, 1, MaxClients, &v) {
 		*out = int(v)
 	}
+}
+
+// Errorf is an error at the place of the campaign's top-level field
+// (clients, calibrate) in its file.
+func (c *Campaign) Errorf(field, format string, args ...any) error {
+	at := c.lines[field]
+	return SpecErrors{{File: c.File, Line: at.line, Col: at.col, Field: field, Msg: fmt.Sprintf(format, args...)}}
 }
 
 // checkClients refuses cells with fewer connections than client hosts:

@@ -19,6 +19,7 @@ const (
 	opTuneApply  = "tune-apply"
 	opTuneVerify = "tune-verify"
 	opTuneRevert = "tune-revert"
+	opNIC        = "nic"
 )
 
 // agentRequest is one line the coordinator sends.
@@ -43,6 +44,9 @@ type agentRequest struct {
 	DataAddr    string `json:"data_addr,omitempty"`
 	Scope       string `json:"scope,omitempty"`
 	KernelNetns string `json:"kernel_netns,omitempty"`
+	// nic: the interface carrying DataAddr, or the one named Interface;
+	// Role names the host in the answer
+	Interface string `json:"interface,omitempty"`
 }
 
 // agentReply is one line the agent sends: the answer to request ID, or an
@@ -58,6 +62,7 @@ type agentReply struct {
 	Snapshot *hostmetrics.Snapshot `json:"snapshot,omitempty"`
 	Tuning   json.RawMessage       `json:"tuning,omitempty"`
 	Drifts   int                   `json:"drifts,omitempty"`
+	NIC      *nicAnswer            `json:"nic,omitempty"`
 	// facts: the agent's clock as it answers
 	Now time.Time `json:"now,omitzero"`
 	// exited: which server ended and how

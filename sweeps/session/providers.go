@@ -106,6 +106,9 @@ type Row struct {
 	// fields, a *CampaignError the campaign; others name flags. nil:
 	// nothing beyond Validate.
 	Check func(s Settings, op *Operator, w Work) error
+	// Clients says why the settings cannot give n client hosts (clients:
+	// N), as field errors; nil: any number (HostsHere: one).
+	Clients func(s Settings, n int) error
 	// Provider is the provider of the pair the settings describe, built
 	// after the operator's consent where the pair costs money (ErrNotLaunched
 	// without it). keep, when set, names a pair that outlives this process

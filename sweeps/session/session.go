@@ -124,6 +124,9 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 			return nil, input(fmt.Errorf("--tuning-root %s: not a directory", opt.TuningRoot))
 		}
 	}
+	if err := checkClients(c, row, s); err != nil {
+		return nil, input(err)
+	}
 	prof, err := loadProfile(c, opt.Profiles)
 	if err != nil {
 		return nil, input(err)
@@ -191,7 +194,7 @@ func Open(ctx context.Context, c *sweeps.Campaign, dir string, opt Options) (*Se
 			return nil, err
 		}
 	}
-	spec := infra.Spec{Campaign: c.Name, Dir: dir, Queues: prep.profile.queues()}
+	spec := infra.Spec{Campaign: c.Name, Dir: dir, Queues: prep.profile.queues(), Clients: c.ClientCount()}
 	if s.place, err = place(ctx, prep.row, prov, spec, &s.opt); err != nil {
 		st.Close()
 		return nil, err
@@ -242,6 +245,9 @@ func (s *Session) Run(ctx context.Context, opt RunOptions) (*sweeps.Summary, err
 		LinkGbps:    opt.LinkGbps,
 		SampleEvery: opt.SampleEvery,
 		Only:        Only(opt.Only),
+		NICs:        s.place.NICs,
+		ClientClock: s.place.ClientClock,
+		Calibrate:   s.calibrator(),
 	}
 	if r.Only != nil {
 		n := 0

@@ -1,0 +1,172 @@
+package calibrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/local"
+)
+
+// pair brings up a netns pair for the test and takes it down after.
+func pair(t *testing.T) (srv, cli *netns.Host) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("network namespaces need root; CI runs as root")
+		}
+		t.Skip("network namespaces need root")
+	}
+	p := &netns.Provider{Binary: labtest.Binary(t)}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	pr, err := p.Up(context.Background(), infra.Spec{Campaign: "calibrate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+}
+
+// iperf3 runs iperf3 over the pair for d with flows streams, one iperf3
+// process each (iperf3 3.12 runs all its streams on one thread; the bench
+// spreads its connections over threads): servers in the server namespace
+// on its data address, clients in the client namespace, 1 MiB writes as
+// the bench's large values make; reverse sends from the server to the
+// client, as GETs do. It returns the receivers' Gbps summed.
+func iperf3(t *testing.T, srv, cli *netns.Host, flows int, reverse bool, d time.Duration) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	type result struct {
+		gbps float64
+		err  error
+	}
+	results := make(chan result, flows)
+	for range flows {
+		port := strconv.Itoa(labtest.FreePort(t))
+		server := srv.Command(ctx, "iperf3", "-s", "-1", "-B", srv.DataAddr().String(), "-p", port)
+		if err := server.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer server.Wait()
+		listening(t, srv, port)
+		argv := []string{"iperf3", "-c", srv.DataAddr().String(), "-p", port, "-J", "-l", "1M", "-t", strconv.Itoa(int(d.Seconds()))}
+		if reverse {
+			argv = append(argv, "-R")
+		}
+		go func() {
+			var out []byte
+			var err error
+			out, err = cli.Command(ctx, argv...).Output()
+			var r struct {
+				End struct {
+					SumReceived struct {
+						BitsPerSecond float64 `json:"bits_per_second"`
+					} `json:"sum_received"`
+				} `json:"end"`
+			}
+			if err == nil {
+				if err = json.Unmarshal(out, &r); err == nil && r.End.SumReceived.BitsPerSecond <= 0 {
+					err = fmt.Errorf("no rate in %.300s", out)
+				}
+			}
+			results <- result{r.End.SumReceived.BitsPerSecond / 1e9, err}
+		}()
+	}
+	var sum float64
+	for range flows {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("iperf3: %v", r.err)
+		}
+		sum += r.gbps
+	}
+	return sum
+}
+
+// listening waits until something listens on port in h's namespace.
+func listening(t *testing.T, h *netns.Host, port string) {
+	t.Helper()
+	for try := 0; try < 100; try++ {
+		if out, _ := h.Run(context.Background(), "ss", "-ltnH", "sport = :"+port); len(out) > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on port %s in %s", port, h.Name())
+}
+
+// The calibration on a netns pair records the per-flow and N-flow figures
+// of both directions, within 20% of what iperf3 measures on the same veth
+// right after: the sink is cheap enough that the bench measures the link,
+// not a server.
+func TestCalibrationMatchesIperf3(t *testing.T) {
+	labtest.Need(t, "iperf3")
+	srv, cli := pair(t)
+	const flows = 4
+	d := 3 * time.Second
+	var logs []string
+	p := Pair{Server: srv, One: local.HostBencher{Host: cli}, Clients: 1,
+		NICs: []sweeps.NICSource{&local.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
+		Log:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
+	k := sweeps.Calibration{Warmup: 0, Duration: lab.Duration(d), ValueSize: 8 << 20}
+	// The machine is shared and noisy: the calibration runs before and
+	// after iperf3, and its two figures' mean is held to iperf3's.
+	var ls []*sweeps.Link
+	var theirs [4]float64
+	for round := range 2 {
+		l, err := Measure(context.Background(), p, k, flows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		if round == 1 {
+			break
+		}
+		for i, c := range []struct {
+			flows   int
+			reverse bool
+		}{{1, true}, {1, false}, {flows, true}, {flows, false}} {
+			theirs[i] = iperf3(t, srv, cli, c.flows, c.reverse, d)
+		}
+	}
+	for _, line := range logs {
+		t.Log(line)
+	}
+	for _, l := range ls {
+		if len(l.NICs) != 1 || l.NICs[0].Interface != "lr-srv" || l.NICs[0].Driver != "veth" || l.NICs[0].MTU != 1500 {
+			t.Errorf("link NICs %+v", l.NICs)
+		}
+		if l.Connections != flows || l.Clients != 1 || l.Duration.D() != d {
+			t.Errorf("link %+v", l)
+		}
+	}
+	for i, c := range []struct {
+		what string
+		ours func(*sweeps.Link) float64
+	}{
+		{"GET, one flow", func(l *sweeps.Link) float64 { return l.GET.PerFlowGbps }},
+		{"SET, one flow", func(l *sweeps.Link) float64 { return l.SET.PerFlowGbps }},
+		{"GET, 4 flows", func(l *sweeps.Link) float64 { return l.GET.Gbps }},
+		{"SET, 4 flows", func(l *sweeps.Link) float64 { return l.SET.Gbps }},
+	} {
+		a, b := c.ours(ls[0]), c.ours(ls[1])
+		mean := (a + b) / 2
+		t.Logf("%s: calibration %.2f and %.2f Gbps, iperf3 %.2f Gbps", c.what, a, b, theirs[i])
+		if a <= 0 || b <= 0 || mean < 0.8*theirs[i] || mean > 1.2*theirs[i] {
+			t.Errorf("%s: calibration %.2f Gbps (mean of %.2f and %.2f) is more than 20%% from iperf3's %.2f Gbps", c.what, mean, a, b, theirs[i])
+		}
+	}
+	// The sink is gone with the calibration.
+	if out, _ := srv.Run(context.Background(), "sh", "-c", "ss -ltnH | wc -l"); string(out) != "0\n" {
+		t.Errorf("listeners left in the server namespace: %s", out)
+	}
+}

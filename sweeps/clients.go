@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/linerate/linerate/infra/nicstats"
 	"github.com/linerate/linerate/lab"
@@ -71,16 +70,9 @@ func Allowances(ds []NICDelta) []string {
 	return out
 }
 
-// nicTrouble is a short line of the counters that rose, for messages.
-func nicTrouble(ds []NICDelta) string {
-	var parts []string
-	for _, d := range ds {
-		for name, v := range d.Counters {
-			if v > 0 {
-				parts = append(parts, fmt.Sprintf("%s %s %s +%d", d.Host, d.Interface, name, v))
-			}
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+// Shaped is a cell during which a NIC counted an allowance exceeded, for
+// the run's summary.
+type Shaped struct {
+	CellID   string `json:"cell_id"`
+	Counters string `json:"counters"`
 }

@@ -120,6 +120,7 @@ type Summary struct {
 	Failed        []Failure     `json:"failed"`   // failed now (includes given up)
 	GivenUp       int           `json:"given_up"` // failed MaxAttempts times, not tried again
 	ClientLimited []string      `json:"client_limited,omitempty"`
+	Shaped        []Shaped      `json:"link_allowance,omitempty"` // cells whose NIC counted an allowance exceeded
 	Interrupted   bool          `json:"interrupted"`
 	Elapsed       time.Duration `json:"elapsed_ns"`
 }
@@ -216,6 +217,9 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 				sum.Done++
 				if rec.ClientLimited {
 					sum.ClientLimited = append(sum.ClientLimited, c.ID)
+				}
+				if a := Allowances(rec.NIC); len(a) > 0 {
+					sum.Shaped = append(sum.Shaped, Shaped{CellID: c.ID, Counters: strings.Join(a, ", ")})
 				}
 			}
 		}

@@ -479,13 +479,24 @@ func TestSettings(t *testing.T) {
 	if c := study.Config(Access{Region: "eu-west-1"}); c.Region != "eu-west-1" {
 		t.Errorf("the operator's region lost to the settings': %s", c.Region)
 	}
+	// A count left out is the campaign's clients plus the server; one
+	// given must agree with them.
+	three := study
+	three.Count = 0
+	if err := three.Clients(3); err != nil || three.Count != 4 || three.Config(Access{}).InstanceCount() != 4 {
+		t.Errorf("clients: 3 with no count: %v, count %d", err, three.Count)
+	}
+	if fields, _ := infra.FieldErrors(study.Clients(3)); len(fields) != 1 || fields[0].Field != "count" {
+		t.Errorf("count 2 with clients: 3: %v", fields)
+	}
 	for _, tc := range []struct {
 		edit  func(*Settings)
 		field string
 	}{
 		{func(s *Settings) { s.InstanceType = "" }, "instance-type"},
 		{func(s *Settings) { s.InstanceType = "big" }, "instance-type"},
-		{func(s *Settings) { s.Count = 3 }, "count"},
+		{func(s *Settings) { s.Count = 1 }, "count"},
+		{func(s *Settings) { s.Count = 18 }, "count"},
 		{func(s *Settings) { s.Placement = "spread" }, "placement"},
 		{func(s *Settings) { s.OS = "ubuntu" }, "os"},
 		{func(s *Settings) { s.DeadMan = time.Minute }, "dead-man"},
@@ -541,5 +552,71 @@ func TestHourlyPrice(t *testing.T) {
 	}
 	if len(f.All()) != 0 {
 		t.Errorf("a price lookup created resources: %+v", f.All())
+	}
+}
+
+// A pair with three clients: one RunInstances launches all four (MinCount
+// = MaxCount, all or none) in one placement group, launch index 0 is the
+// server, the clients follow in order, and Down terminates all four. With
+// the fake short of capacity in the first zone the whole launch moves on,
+// never half of it.
+func TestSeveralClients(t *testing.T) {
+	f := awsfake.New()
+	defer f.Close()
+	f.SetFaults(func(fl *awsfake.Faults) { fl.NoCapacityZones = []string{"us-east-1a"} })
+	p := newProvider(t, f, func(c *Config) { c.Instances = 4 })
+	if p.HourlyCost() != 0 {
+		t.Errorf("hourly cost %v with no price", p.HourlyCost())
+	}
+	s := spec(t)
+	s.Clients = 3
+	pair, err := p.Up(context.Background(), s)
+	if err != nil {
+		t.Fatalf("up: %v (calls %v)", err, f.Calls())
+	}
+	if n := count(f.Calls(), "RunInstances"); n != 2 {
+		t.Errorf("RunInstances called %d times, want one refused for capacity and one launch of all four", n)
+	}
+	hosts := pair.ClientHosts()
+	if len(hosts) != 3 || hosts[0] != pair.Client {
+		t.Fatalf("clients %v", hosts)
+	}
+	seen := map[netip.Addr]bool{pair.Server.DataAddr(): true}
+	for _, h := range hosts {
+		seen[h.DataAddr()] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("data addresses %v: want four instances", seen)
+	}
+	var insts []awsfake.Resource
+	for _, r := range f.Live() {
+		if r.Kind == "instance" {
+			insts = append(insts, r)
+		}
+	}
+	sort.Slice(insts, func(i, j int) bool { return insts[i].LaunchIndex < insts[j].LaunchIndex })
+	if len(insts) != 4 {
+		t.Fatalf("%d live instances, want 4", len(insts))
+	}
+	for i, in := range insts {
+		if in.LaunchIndex != i || in.PlacementGroup != insts[0].PlacementGroup || in.Zone != "us-east-1b" {
+			t.Errorf("instance %d: index %d, group %s, zone %s", i, in.LaunchIndex, in.PlacementGroup, in.Zone)
+		}
+	}
+	if pair.Server.DataAddr().String() != insts[0].PrivateIP {
+		t.Errorf("server at %v, want launch index 0's %s", pair.Server.DataAddr(), insts[0].PrivateIP)
+	}
+	if err := p.Down(context.Background()); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	assertNothingLive(t, f, "after Down")
+	terminated := 0
+	for _, r := range f.All() {
+		if r.Kind == "instance" && r.State == "terminated" {
+			terminated++
+		}
+	}
+	if terminated != 4 {
+		t.Errorf("%d instances terminated, want 4", terminated)
 	}
 }

@@ -12,14 +12,12 @@ import (
 )
 
 // checkClients refuses a campaign whose clients: N its provider cannot
-// give: loopback has one client, an ssh block lists its hosts, an aws
-// count must agree.
+// give (loopback has one client, an ssh block lists its hosts, an aws
+// count must agree) and otherwise makes the settings give N (an aws
+// count left out becomes 1 + N).
 func checkClients(c *sweeps.Campaign, row *Row, s Settings) error {
 	n := c.ClientCount()
-	if n == 1 {
-		return nil
-	}
-	if row.Hosts == HostsHere {
+	if n > 1 && row.Hosts == HostsHere {
 		return c.Errorf("clients", "%d client hosts on provider %s: it runs the load on this host alone; use netns, ssh or aws", n, row.Kind)
 	}
 	if row.Clients == nil {

@@ -203,6 +203,9 @@ func (t *Table) settings(c *sweeps.Campaign) (*Row, Settings, error) {
 	if err := c.Provider.Decode(s); err != nil {
 		return nil, nil, err
 	}
+	if err := checkClients(c, row, s); err != nil {
+		return nil, nil, err
+	}
 	return row, s, nil
 }
 
@@ -243,6 +246,16 @@ func sshRow() *Row {
 	return &Row{Kind: "ssh", Hosts: HostsAgents, Estimate: remoteEstimate(),
 		Settings: func() Settings { return &sshhost.Settings{} },
 		Check:    func(s Settings, _ *Operator, _ Work) error { return s.(*sshhost.Settings).Check() },
+		Clients: func(s Settings, n int) error {
+			if got := s.(*sshhost.Settings).ClientCount(); got != n {
+				field := "client"
+				if got > 1 {
+					field = "clients"
+				}
+				return infra.Fieldf(field, "%d client host(s) named; the campaign's clients: %d needs %d (list them under clients)", got, n, n)
+			}
+			return nil
+		},
 		Provider: func(_ context.Context, s Settings, _ *Operator, _ string) (infra.Provider, error) {
 			return s.(*sshhost.Settings).Provider()
 		},

@@ -124,9 +124,6 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 			return nil, input(fmt.Errorf("--tuning-root %s: not a directory", opt.TuningRoot))
 		}
 	}
-	if err := checkClients(c, row, s); err != nil {
-		return nil, input(err)
-	}
 	prof, err := loadProfile(c, opt.Profiles)
 	if err != nil {
 		return nil, input(err)

@@ -2,6 +2,8 @@ package sweeps
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -111,31 +113,19 @@ func (d *decoder) calibration(n *yaml.Node, path string, out *Calibration) {
 		d.fail(n, path, "want true, false or a mapping of duration, warmup, value-size, connections; got %s", kindName(n))
 		return
 	}
-	dur := func(lo, hi time.Duration, out *lab.Duration) fieldFunc {
+	field := func(set func(s string) error) fieldFunc {
 		return func(n *yaml.Node, p string) {
-			if s, ok := d.scalar(n, p, "a duration such as 10s"); ok {
-				var v lab.Duration
-				if err := v.Set(s); err != nil || v.D() < lo || v.D() > hi {
-					d.fail(n, p, "%q: use a duration from %s to %s", s, lo, hi)
-					return
+			if s, ok := d.scalar(n, p, "a value"); ok {
+				if err := set(s); err != nil {
+					d.fail(n, p, "%v", err)
 				}
-				*out = v
 			}
 		}
 	}
 	d.mapping(n, path, map[string]fieldFunc{
-		"duration": dur(time.Second, MaxCalibrateDuration, &out.Duration),
-		"warmup":   dur(0, MaxCalibrateWarmup, &out.Warmup),
-		"value-size": func(n *yaml.Node, p string) {
-			if s, ok := d.scalar(n, p, "a size such as 8MiB"); ok {
-				v, err := lab.ParseSize(s)
-				if err != nil || v < lab.MinVerifiableSize || v > MaxCalibrateValueSize {
-					d.fail(n, p, "%q: use %d B to %s, as %s", s, lab.MinVerifiableSize, MaxCalibrateValueSize, lab.SizeForms)
-					return
-				}
-				out.ValueSize = v
-			}
-		},
+		"duration":   field(out.SetDuration),
+		"warmup":     field(out.SetWarmup),
+		"value-size": field(out.SetValueSize),
 		"connections": func(n *yaml.Node, p string) {
 			var v int64
 			if d.integer(n, p, 1, lab.MaxConnections, &v) {
@@ -143,6 +133,70 @@ func (d *decoder) calibration(n *yaml.Node, path string, out *Calibration) {
 			}
 		},
 	})
+}
+
+// The calibration's fields are set from text by these, holding each to
+// its bound: a campaign's calibrate block and `linerate link`'s flags
+// read alike.
+
+// SetDuration sets each run's measured window: 1s to 10m.
+func (k *Calibration) SetDuration(s string) error {
+	return setDur(s, time.Second, MaxCalibrateDuration, &k.Duration)
+}
+
+// SetWarmup sets each run's warmup: 0s to 1m.
+func (k *Calibration) SetWarmup(s string) error { return setDur(s, 0, MaxCalibrateWarmup, &k.Warmup) }
+
+func setDur(s string, lo, hi time.Duration, out *lab.Duration) error {
+	var v lab.Duration
+	if err := v.Set(s); err != nil || v.D() < lo || v.D() > hi {
+		return fmt.Errorf("%q: use a duration from %s to %s", s, lo, hi)
+	}
+	*out = v
+	return nil
+}
+
+// SetValueSize sets the value size: the verify header's size to 256 MiB.
+func (k *Calibration) SetValueSize(s string) error {
+	v, err := lab.ParseSize(s)
+	if err != nil || v < lab.MinVerifiableSize || v > MaxCalibrateValueSize {
+		return fmt.Errorf("%q: use %d B to %s, as %s", s, lab.MinVerifiableSize, MaxCalibrateValueSize, lab.SizeForms)
+	}
+	k.ValueSize = v
+	return nil
+}
+
+// SetConnections sets N of the N-flow runs: 1 to lab.MaxConnections.
+func (k *Calibration) SetConnections(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 || v > lab.MaxConnections {
+		return fmt.Errorf("%q: use 1-%d connections", s, lab.MaxConnections)
+	}
+	k.Connections = v
+	return nil
+}
+
+// LinkText prints a calibration for people.
+func LinkText(l *Link) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "link: %d client host(s) to the server host, %s values, %s each; Gbps on the wire\n", l.Clients, l.ValueSize, l.Duration)
+	fmt.Fprintf(&b, "  %-26s %10s %10s\n", "", "1 conn", fmt.Sprintf("%d conns", l.Connections))
+	fmt.Fprintf(&b, "  %-26s %10.2f %10.2f\n", "GET (server to client)", l.GET.PerFlowGbps, l.GET.Gbps)
+	fmt.Fprintf(&b, "  %-26s %10.2f %10.2f\n", "SET (client to server)", l.SET.PerFlowGbps, l.SET.Gbps)
+	for _, n := range l.NICs {
+		fmt.Fprintf(&b, "  %s: %s", n.Host, n.Interface)
+		if n.Driver != "" {
+			fmt.Fprintf(&b, " (%s)", n.Driver)
+		}
+		if n.MTU > 0 {
+			fmt.Fprintf(&b, ", MTU %d", n.MTU)
+		}
+		b.WriteString("\n")
+	}
+	for _, p := range l.Problems {
+		fmt.Fprintf(&b, "  not read: %s\n", p)
+	}
+	return b.String()
 }
 
 // clients decodes clients: N.

@@ -38,8 +38,8 @@ Examples:
   # hdrhistogram.github.io/HdrHistogram/plotFiles.html):
   linerate bench -p 6379 -s 8MiB -d 10s --hgrm-dir hgrm/
   # load from two client hosts at once (sweep run does this for clients: N):
-  # each waits for the same moment on its own clock, then connects
-  linerate bench -h 10.0.0.2 -c 16 -s 8MiB --start-at $(date -d '+5 sec' +%s%N)
+  # each waits for the same moment (Unix ns on its own clock), then connects
+  linerate bench -h 10.0.0.2 -c 16 -s 8MiB --start-at 1767225600000000000
   # the client's own ceiling: run against the built-in sink
   linerate sink -p 7000 -s 8MiB &  linerate bench -p 7000 -s 8MiB --prefill=false
 

@@ -58,6 +58,15 @@ func (s *Session) calibrate(ctx context.Context, k sweeps.Calibration) (*sweeps.
 // local provider's loopback.
 var ErrNoLink = errors.New("the local provider has no link between hosts (loopback); calibrate a netns, ssh or aws pair")
 
+// CheckLink refuses, before anything is made, a calibration of a campaign
+// whose hosts have no link.
+func (t *Table) CheckLink(c *sweeps.Campaign) error {
+	if row, ok := t.Row(c.Provider.Kind); ok && row.Hosts == HostsHere {
+		return fmt.Errorf("%s: provider %s: %w", c.File, row.Kind, ErrNoLink)
+	}
+	return nil
+}
+
 // Link calibrates the link between the session's hosts as k says (its
 // zero fields the campaign's), tuned as the campaign is, and stores it in
 // the run directory's env.json: `linerate link`.

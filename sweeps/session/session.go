@@ -272,7 +272,8 @@ type SoakOptions struct {
 // Soak tunes the hosts and reruns one cell of the run for a long window.
 func (s *Session) Soak(ctx context.Context, opt SoakOptions) (*sweeps.SoakRecord, error) {
 	soak := &sweeps.Soak{Store: s.store, CellID: opt.Cell, Duration: opt.Duration, Servers: s.place.Servers,
-		Bench: s.place.Bencher, Sampler: s.place.Sampler, FaultCost: s.place.FaultCost}
+		Bench: s.place.Bencher, Sampler: s.place.Sampler, FaultCost: s.place.FaultCost,
+		NICs: s.place.NICs, ClientClock: s.place.ClientClock}
 	var err error
 	if _, soak.Tuning, err = s.tune(ctx); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,10 @@ func (b HostsBencher) BenchHosts(ctx context.Context, w lab.Workload, _ func(lab
 	}
 	start := time.Now().Add(lead)
 	n := len(b.Hosts)
+	// A host that gives no record fails the cell: the others are stopped
+	// rather than left to run out their windows for nothing.
+	hctx, stopAll := context.WithCancelCause(ctx)
+	defer stopAll(nil)
 	recs := make([]sweeps.ClientRecord, n)
 	lives := make([]*lab.Live, n)
 	var liveMu sync.Mutex
@@ -89,10 +94,13 @@ func (b HostsBencher) BenchHosts(ctx context.Context, w lab.Workload, _ func(lab
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := hb.Bench(ctx, hw, nil)
+			res, err := hb.Bench(hctx, hw, nil)
 			recs[i].Result = res
 			if err != nil {
 				recs[i].Error = err.Error()
+			}
+			if res == nil && context.Cause(hctx) == nil {
+				stopAll(fmt.Errorf("%s gave no record", recs[i].Host))
 			}
 		}()
 	}
@@ -101,6 +109,10 @@ func (b HostsBencher) BenchHosts(ctx context.Context, w lab.Workload, _ func(lab
 	var failed []error
 	for i, r := range recs {
 		if r.Result == nil {
+			if cause := context.Cause(hctx); ctx.Err() == nil && cause != nil && !strings.HasPrefix(cause.Error(), r.Host+" ") {
+				recs[i].Error = "stopped: " + cause.Error()
+				continue // not the cause: stopped because of it
+			}
 			failed = append(failed, fmt.Errorf("%s: %s", r.Host, r.Error))
 			continue
 		}

@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,13 +51,26 @@ func TestHostsBencher(t *testing.T) {
 		t.Errorf("merged workload %+v, stop %+v", res.Workload, res.Stop)
 	}
 
+	// The second host's "bench" dies 2 s in, without a record, while the
+	// first is in its 5 s window: the first is stopped (it gives no record
+	// of a window it would have finished), and the cell fails naming the
+	// second.
 	w.Prefill = false
-	b.Hosts[1] = host("client-2", "/bin/false")
+	w.Duration = lab.Duration(5 * time.Second)
+	dies := filepath.Join(t.TempDir(), "dies")
+	if err := os.WriteFile(dies, []byte("#!/bin/sh\nsleep 2\necho 'killed by the test' >&2\nexit 137\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.Hosts[1] = host("client-2", dies)
 	res, recs, err = b.BenchHosts(context.Background(), w, nil)
 	if err == nil || res != nil || !strings.Contains(err.Error(), "client-2 (127.0.0.1)") {
 		t.Fatalf("a host with no record: %v, %v", res, err)
 	}
-	if len(recs) != 2 || recs[0].Result == nil || recs[1].Error == "" {
-		t.Errorf("records kept: %+v", recs)
+	// The host that failed is named; the other was stopped because of it,
+	// not left to run out its window.
+	if len(recs) != 2 || !strings.Contains(recs[1].Error, "killed by the test") || !strings.Contains(recs[0].Error, "stopped: client-2 (127.0.0.1) gave no record") ||
+		strings.Contains(err.Error(), "client (127.0.0.1)") {
+		t.Errorf("records: %+v; error %v", recs, err)
 	}
+
 }

@@ -18,6 +18,9 @@ func WritePlan(out io.Writer, p *Plan) error {
 		fmt.Fprintf(&b, "  %s\n", strings.TrimSpace(c.Description))
 	}
 	fmt.Fprintf(&b, "provider %s", c.Provider.Kind)
+	if n := c.ClientCount(); n > 1 {
+		fmt.Fprintf(&b, ", %d client hosts (connections are the total)", n)
+	}
 	if c.Tuning != "" {
 		fmt.Fprintf(&b, ", tuning profile %s", c.Tuning)
 	}

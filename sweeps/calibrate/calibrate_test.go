@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -38,9 +39,9 @@ func pair(t *testing.T) (srv, cli *netns.Host) {
 // iperf3 runs iperf3 over the pair for d with flows streams, one iperf3
 // process each (iperf3 3.12 runs all its streams on one thread; the bench
 // spreads its connections over threads): servers in the server namespace
-// on its data address, clients in the client namespace, 1 MiB writes as
-// the bench's large values make; reverse sends from the server to the
-// client, as GETs do. It returns the receivers' Gbps summed.
+// on its data address, clients in the client namespace, iperf3's own
+// write size; reverse sends from the server to the client, as GETs do. It
+// returns the receivers' Gbps summed.
 func iperf3(t *testing.T, srv, cli *netns.Host, flows int, reverse bool, d time.Duration) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
@@ -58,7 +59,7 @@ func iperf3(t *testing.T, srv, cli *netns.Host, flows int, reverse bool, d time.
 		}
 		defer server.Wait()
 		listening(t, srv, port)
-		argv := []string{"iperf3", "-c", srv.DataAddr().String(), "-p", port, "-J", "-l", "1M", "-t", strconv.Itoa(int(d.Seconds()))}
+		argv := []string{"iperf3", "-c", srv.DataAddr().String(), "-p", port, "-J", "-t", strconv.Itoa(int(d.Seconds()))}
 		if reverse {
 			argv = append(argv, "-R")
 		}
@@ -106,36 +107,45 @@ func listening(t *testing.T, h *netns.Host, port string) {
 
 // The calibration on a netns pair records the per-flow and N-flow figures
 // of both directions, within 20% of what iperf3 measures on the same veth
-// right after: the sink is cheap enough that the bench measures the link,
+// between them: the sink is cheap enough that the bench measures the link,
 // not a server.
+//
+// A veth is no wire: it moves bytes as fast as the CPUs copy them, so the
+// receivers must copy alike. iperf3 reads every byte into user space; the
+// bench and the sink normally drop payloads in the kernel (MSG_TRUNC),
+// which on a veth alone makes them a third faster. Here both copy
+// (LINERATE_NO_MSG_TRUNC=1, the bench's and the sink's switch), as on a
+// real NIC the link, not the copy, is the limit.
 func TestCalibrationMatchesIperf3(t *testing.T) {
 	labtest.Need(t, "iperf3")
+	t.Setenv("LINERATE_NO_MSG_TRUNC", "1") // the sink and the bench start from this process
 	srv, cli := pair(t)
 	const flows = 4
-	d := 3 * time.Second
+	d := 2 * time.Second
 	var logs []string
 	p := Pair{Server: srv, One: local.HostBencher{Host: cli}, Clients: 1,
 		NICs: []sweeps.NICSource{&local.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
 		Log:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
 	k := sweeps.Calibration{Warmup: 0, Duration: lab.Duration(d), ValueSize: 8 << 20}
-	// The machine is shared and noisy: the calibration runs before and
-	// after iperf3, and its two figures' mean is held to iperf3's.
+	// The machine is shared and noisy: calibrations and iperf3 rounds
+	// alternate (cal, iperf3, cal, iperf3, cal), and the calibrations'
+	// median is held to the iperf3 rounds' mean.
 	var ls []*sweeps.Link
-	var theirs [4]float64
-	for round := range 2 {
+	var theirs [4][]float64
+	for round := range 3 {
 		l, err := Measure(context.Background(), p, k, flows)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ls = append(ls, l)
-		if round == 1 {
+		if round == 2 {
 			break
 		}
 		for i, c := range []struct {
 			flows   int
 			reverse bool
 		}{{1, true}, {1, false}, {flows, true}, {flows, false}} {
-			theirs[i] = iperf3(t, srv, cli, c.flows, c.reverse, d)
+			theirs[i] = append(theirs[i], iperf3(t, srv, cli, c.flows, c.reverse, d))
 		}
 	}
 	for _, line := range logs {
@@ -158,11 +168,13 @@ func TestCalibrationMatchesIperf3(t *testing.T) {
 		{"GET, 4 flows", func(l *sweeps.Link) float64 { return l.GET.Gbps }},
 		{"SET, 4 flows", func(l *sweeps.Link) float64 { return l.SET.Gbps }},
 	} {
-		a, b := c.ours(ls[0]), c.ours(ls[1])
-		mean := (a + b) / 2
-		t.Logf("%s: calibration %.2f and %.2f Gbps, iperf3 %.2f Gbps", c.what, a, b, theirs[i])
-		if a <= 0 || b <= 0 || mean < 0.8*theirs[i] || mean > 1.2*theirs[i] {
-			t.Errorf("%s: calibration %.2f Gbps (mean of %.2f and %.2f) is more than 20%% from iperf3's %.2f Gbps", c.what, mean, a, b, theirs[i])
+		ours := []float64{c.ours(ls[0]), c.ours(ls[1]), c.ours(ls[2])}
+		sorted := slices.Clone(ours)
+		slices.Sort(sorted)
+		median, iperf := sorted[1], (theirs[i][0]+theirs[i][1])/2
+		t.Logf("%s: calibrations %.2f Gbps, iperf3 %.2f Gbps", c.what, ours, theirs[i])
+		if sorted[0] <= 0 || median < 0.8*iperf || median > 1.2*iperf {
+			t.Errorf("%s: calibration %.2f Gbps (median of %.2f) is more than 20%% from iperf3's %.2f Gbps (mean of %.2f)", c.what, median, ours, iperf, theirs[i])
 		}
 	}
 	// The sink is gone with the calibration.

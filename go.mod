@@ -17,7 +17,6 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/safchain/ethtool v0.7.0
 	github.com/shirou/gopsutil/v4 v4.26.10
 	github.com/spf13/pflag v1.1.0
 	github.com/valkey-io/valkey-go v1.0.80

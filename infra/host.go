@@ -136,7 +136,22 @@ type Host interface {
 type Pair struct {
 	Server Host
 	Client Host
+	// Clients are every client host, Client first, when the spec asked
+	// for several (Spec.Clients); nil is Client alone.
+	Clients []Host
 }
+
+// ClientHosts is every client host of the pair, Client first.
+func (p Pair) ClientHosts() []Host {
+	if len(p.Clients) > 0 {
+		return p.Clients
+	}
+	return []Host{p.Client}
+}
+
+// MaxClients bounds Spec.Clients: client hosts that run one cell's load
+// together.
+const MaxClients = 16
 
 // Spec is what every provider is told about the campaign it serves. Each
 // provider's own settings are in its constructor's configuration.
@@ -151,7 +166,13 @@ type Spec struct {
 	// (netns: veth rx and tx queues at creation, from the tuning profile);
 	// 0 means 1.
 	Queues int `json:"queues,omitempty"`
+	// Clients is how many client hosts to bring up (1-MaxClients); 0
+	// means 1.
+	Clients int `json:"clients,omitempty"`
 }
+
+// ClientCount is Clients, 0 read as 1.
+func (s Spec) ClientCount() int { return max(s.Clients, 1) }
 
 // Validate names the bad field.
 func (s Spec) Validate() error {
@@ -163,6 +184,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Queues < 0 || s.Queues > 256 {
 		return fmt.Errorf("spec queues: %d out of range 0-256", s.Queues)
+	}
+	if s.Clients < 0 || s.Clients > MaxClients {
+		return fmt.Errorf("spec clients: %d out of range 1-%d", s.Clients, MaxClients)
 	}
 	return nil
 }

@@ -248,8 +248,8 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	if math.IsInf(lo, 1) { // nothing measured at all: an empty frame, marks on the floor
 		lo, hi = 1, 10
 	}
-	if metric == MetricGbps && c.LinkGbps > 0 {
-		ch.Refs = append(ch.Refs, Ref{Label: fmt.Sprintf("link ceiling %s Gbps", formatGbps(c.LinkGbps)), Y: c.LinkGbps, Color: -1, Dashed: true})
+	if y, label := c.linkCeiling(g); metric == MetricGbps && y > 0 {
+		ch.Refs = append(ch.Refs, Ref{Label: label, Y: y, Color: -1, Dashed: true})
 	}
 	for _, r := range ch.Refs {
 		hi = math.Max(hi, r.Y)

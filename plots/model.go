@@ -46,9 +46,12 @@ type Campaign struct {
 	// Gbps (sweeps.MetricP95, MetricP99, MetricP999); nil means
 	// DefaultPercentiles. ParsePercentiles reads a flag's list.
 	Percentiles []string
-	// LinkGbps is the link's measured ceiling; when set, every Gbps chart
-	// draws it as a reference line. Nothing measures it yet.
+	// LinkGbps, when set, is the link's ceiling given by hand: every Gbps
+	// chart draws it as a reference line. Otherwise Link, the calibration
+	// env.json records, gives each Gbps chart the ceiling of its
+	// direction (link.go).
 	LinkGbps float64
+	Link     *sweeps.Link
 }
 
 // StoredPlan is the part of plan.json the charts need.
@@ -153,6 +156,9 @@ func Load(dir string) (*Campaign, error) {
 	}
 	if c.Name == "" && run.Env != nil {
 		c.Name = run.Env.Campaign
+	}
+	if run.Env != nil {
+		c.Link = run.Env.Link
 	}
 	if c.Name == "" {
 		c.Name = filepath.Base(filepath.Clean(dir))

@@ -79,6 +79,7 @@ type reportData struct {
 	Cells                             []reportCell
 	Rebuild, Rerun                    []string
 	Drifted                           []reportDrift
+	Shaped                            []reportShaped
 	Bench                             []reportCommand
 }
 
@@ -193,6 +194,7 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 			}
 		}
 	}
+	d.Shaped = shapedCells(c)
 	d.Rebuild, d.Rerun, d.Bench = reproduce(c)
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"join": strings.Join,

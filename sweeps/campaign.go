@@ -34,6 +34,11 @@ type Campaign struct {
 	Versions    []VersionSpec  `json:"versions"`
 	Axes        []Axis         `json:"workload"`
 	Estimate    EstimateParams `json:"estimate"`
+	// Clients is how many client hosts run each cell's load together
+	// (clients: N, 1-MaxClients; 0 is one); connections are the total.
+	Clients int `json:"clients,omitempty"`
+	// Calibrate is how the link is measured before the first cell (link.go).
+	Calibrate Calibration `json:"calibrate"`
 	// Source is the file as read; the run store keeps it beside the plan.
 	Source []byte `json:"-"`
 
@@ -208,7 +213,7 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 		root = root.Content[0]
 	}
 	c := &Campaign{File: file, Source: src, Seed: 1, Order: OrderInterleave, Repetitions: 1,
-		lines: map[string]pos{}}
+		Calibrate: DefaultCalibration(), lines: map[string]pos{}}
 	var estimate *yaml.Node
 	var serverNode *yaml.Node
 	var versionNodes *yaml.Node
@@ -250,6 +255,14 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 		"versions": func(n *yaml.Node, p string) { versionNodes = n },
 		"workload": func(n *yaml.Node, p string) { workloadNode = n },
 		"estimate": func(n *yaml.Node, p string) { estimate = n },
+		"clients": func(n *yaml.Node, p string) {
+			c.lines[p] = pos{n.Line, n.Column}
+			d.clients(n, p, &c.Clients)
+		},
+		"calibrate": func(n *yaml.Node, p string) {
+			c.lines[p] = pos{n.Line, n.Column}
+			d.calibration(n, p, &c.Calibrate)
+		},
 	})
 	if root.Kind != yaml.MappingNode {
 		return nil, d.errs
@@ -287,7 +300,11 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 	// Combinations are checked by expanding: an impossible cell (threads
 	// above connections, a value too small to verify) fails here, before
 	// anything starts, and names the line of the field involved.
-	if _, err := c.cellsOf(nil); err != nil {
+	p, err := c.cellsOf(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkClients(p); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 const goodSpec = `name: t
@@ -89,6 +90,14 @@ func TestCampaignErrors(t *testing.T) {
 		{"duration above bound", strings.Replace(goodSpec, "duration: 2s", "duration: 25h", 1), "t.yaml:10:13: workload.duration: 25h0m0s: use more than 0s and at most 24h"},
 		{"server start above bound", goodSpec + "estimate: {server-start: 2000000h}\n", "t.yaml:11:26: estimate.server-start: \"2000000h\""},
 		{"prefill rate below 1MB", goodSpec + "estimate: {prefill-rate: 1B}\n", "t.yaml:11:26: estimate.prefill-rate: \"1B\""},
+		{"clients zero", "clients: 0\n" + goodSpec, "t.yaml:1:10: clients: 0 is outside 1-16"},
+		{"clients past the bound", "clients: 1000\n" + goodSpec, "t.yaml:1:10: clients: 1000 is outside 1-16"},
+		{"clients as text", "clients: two\n" + goodSpec, "t.yaml:1:10: clients: want a whole number"},
+		{"clients above connections", "clients: 8\n" + goodSpec, "t.yaml:9:16: workload.connections: 4 connections for 8 client hosts"},
+		{"calibrate word", "calibrate: sometimes\n" + goodSpec, "t.yaml:1:12: calibrate: want true, false or a mapping"},
+		{"calibrate duration", "calibrate: {duration: 2000000h}\n" + goodSpec, "t.yaml:1:23: calibrate.duration: \"2000000h\": use a duration from 1s to 10m0s"},
+		{"calibrate value size", "calibrate: {value-size: 100GiB}\n" + goodSpec, "t.yaml:1:25: calibrate.value-size: \"100GiB\""},
+		{"calibrate unknown field", "calibrate: {flows: 3}\n" + goodSpec, "t.yaml:1:13: calibrate.flows: unknown field"},
 		{"estimate over a year", "repetitions: 1000\n" + strings.Replace(goodSpec, "duration: 2s", "duration: 24h", 1), "t.yaml:7:3: workload: the plan's estimated wall time is 8000 days (8000 cells); at most 366"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,5 +300,41 @@ func TestCampaignPersistence(t *testing.T) {
 	c, err = ParseCampaign("t.yaml", []byte(goodSpec))
 	if err != nil || c.Versions[0].Server.Persistence != "" {
 		t.Errorf("a campaign without persistence: %q, %v", c.Versions[0].Server.Persistence, err)
+	}
+}
+
+func TestCalibrationAndClients(t *testing.T) {
+	c, err := ParseCampaign("t.yaml", []byte("provider: netns\nclients: 2\ncalibrate: {duration: 3s, connections: 6}\n"+strings.Replace(goodSpec, "connections: 4", "connections: [2, 4]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Calibrates() || c.Calibrate.Duration.D() != 3e9 || c.Calibrate.Warmup.D() != DefaultCalibrateWarmup || c.CalibrationConnections() != 6 || c.ClientCount() != 2 {
+		t.Errorf("calibration %+v, %d connections, %d clients", c.Calibrate, c.CalibrationConnections(), c.ClientCount())
+	}
+	one, err := ParseCampaign("t.yaml", []byte("provider: netns\n"+strings.Replace(goodSpec, "connections: 4", "connections: [2, 4]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a count of its own, N is the campaign's largest.
+	if one.CalibrationConnections() != 4 || one.Calibrate.Duration.D() != DefaultCalibrateDuration {
+		t.Errorf("default calibration: %+v, %d connections", one.Calibrate, one.CalibrationConnections())
+	}
+	p1, _ := NewPlan(context.Background(), one, nil)
+	p2, _ := NewPlan(context.Background(), c, nil)
+	if p1.Cells[0].ID != p2.Cells[0].ID || p1.Cells[0].Hash == p2.Cells[0].Hash {
+		t.Errorf("the same cell from one and from two client hosts: %s %s, hashes %s %s", p1.Cells[0].ID, p2.Cells[0].ID, p1.Cells[0].Hash, p2.Cells[0].Hash)
+	}
+	if p2.Estimate.Calibration != 4*(4*time.Second+p2.Campaign.Estimate.CellOverhead.D()) {
+		t.Errorf("calibration estimate %v", p2.Estimate.Calibration)
+	}
+	for _, src := range []string{"calibrate: false\nprovider: netns\n" + goodSpec, goodSpec} {
+		c, err := ParseCampaign("t.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Skipped when asked, and on loopback (the local provider).
+		if c.Calibrates() {
+			t.Errorf("calibrates:\n%s", src)
+		}
 	}
 }

@@ -91,6 +91,9 @@ func (e *Environment) mergeEarlier(old *Environment) {
 	if !old.Created.IsZero() && (e.Created.IsZero() || old.Created.Before(e.Created)) {
 		e.Created = old.Created
 	}
+	if e.Link == nil {
+		e.Link = old.Link // a session that did not calibrate keeps the last figures
+	}
 	now := map[string]ServerFacts{}
 	for _, f := range e.Servers {
 		now[f.Segment] = f

@@ -31,10 +31,10 @@ func TestCellHashesOfTheSampleAreStable(t *testing.T) {
 		t.Fatalf("%d planned cells, %d records", len(p.Cells), len(run.Cells))
 	}
 	for _, c := range p.Cells {
-		if got := cellHash(p.Versions[c.Version], c.Workload); got != c.Hash {
+		if got := cellHash(p.Versions[c.Version], c.Workload, 1); got != c.Hash {
 			t.Errorf("%s: hash %s, planned as %s", c.ID, got, c.Hash)
 		}
-		if r := run.Cells[c.ID]; r == nil || cellHash(p.Versions[c.Version], r.Workload) != r.Hash {
+		if r := run.Cells[c.ID]; r == nil || cellHash(p.Versions[c.Version], r.Workload, 1) != r.Hash {
 			t.Errorf("%s: the stored record's workload no longer hashes to its hash", c.ID)
 		}
 	}

@@ -80,12 +80,14 @@ func CellFileName(id string) string { return strings.ReplaceAll(id, "/", "_") + 
 
 // EstimateSummary is the plan's predicted wall time.
 type EstimateSummary struct {
-	Total        time.Duration  `json:"total_ns"`
-	TotalText    string         `json:"total"`
-	ServerStarts int            `json:"server_starts"`
-	Measuring    time.Duration  `json:"measuring_ns"` // warmup + duration over all cells
-	Prefill      time.Duration  `json:"prefill_ns"`
-	Params       EstimateParams `json:"params"`
+	Total        time.Duration `json:"total_ns"`
+	TotalText    string        `json:"total"`
+	ServerStarts int           `json:"server_starts"`
+	Measuring    time.Duration `json:"measuring_ns"` // warmup + duration over all cells
+	Prefill      time.Duration `json:"prefill_ns"`
+	// Calibration is the link's measurement before the first cell.
+	Calibration time.Duration  `json:"calibration_ns,omitempty"`
+	Params      EstimateParams `json:"params"`
 }
 
 // workloadCell is one point of the workload cross product.
@@ -267,7 +269,7 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 					return nil, SpecErrors{{File: c.File, Field: "workload", Msg: fmt.Sprintf("two cells are both named %s; values that differ only in spelling?", cell.ID)}}
 				}
 				ids[cell.ID] = true
-				cell.Hash = cellHash(p.Versions[vi], cell.Workload)
+				cell.Hash = cellHash(p.Versions[vi], cell.Workload, c.ClientCount())
 				cell.Estimate = c.Estimate.cell(cell.Workload)
 				b.Cells = append(b.Cells, cell.Index)
 				p.Cells = append(p.Cells, cell)
@@ -302,11 +304,22 @@ func shuffle(rng *rand.Rand, s []int) {
 // durations) never make a stored cell look changed.
 type hashedWorkload lab.Workload
 
-func cellHash(v PlanVersion, w lab.Workload) string {
-	b, _ := json.Marshal(struct {
-		V PlanVersion
-		W hashedWorkload
-	}{v, hashedWorkload(w)})
+func cellHash(v PlanVersion, w lab.Workload, clients int) string {
+	var b []byte
+	if clients > 1 {
+		// Load from several hosts is another cell; one host hashes as
+		// before client counts existed.
+		b, _ = json.Marshal(struct {
+			V       PlanVersion
+			W       hashedWorkload
+			Clients int
+		}{v, hashedWorkload(w), clients})
+	} else {
+		b, _ = json.Marshal(struct {
+			V PlanVersion
+			W hashedWorkload
+		}{v, hashedWorkload(w)})
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -352,6 +365,8 @@ func (p *Plan) estimate() EstimateSummary {
 		s.Measuring = addSat(s.Measuring, c.Workload.Warmup.D(), c.Workload.Duration.D())
 		s.Prefill = addSat(s.Prefill, e.prefill(c.Workload))
 	}
+	s.Calibration = p.Campaign.calibrationEstimate()
+	s.Total = addSat(s.Total, s.Calibration)
 	s.TotalText = s.Total.Round(time.Second).String()
 	return s
 }
@@ -366,6 +381,9 @@ func (p *Plan) EstimateOf(keep func(Cell) bool) time.Duration {
 			est += c.Estimate
 			blocks[c.Block] = true
 		}
+	}
+	if len(blocks) > 0 {
+		est += p.Campaign.calibrationEstimate()
 	}
 	return est + time.Duration(len(blocks))*p.Campaign.Estimate.ServerStart.D()
 }

@@ -152,5 +152,8 @@ func SummaryText(s *Summary) string {
 	for _, id := range s.ClientLimited {
 		fmt.Fprintf(&b, "  client-limited %s: the client ran out first; not the server's figure\n", id)
 	}
+	for _, sh := range s.Shaped {
+		fmt.Fprintf(&b, "  link-allowance %s: the NIC counted the cloud's allowance exceeded (%s); the allowance's figure, not the server's\n", sh.CellID, sh.Counters)
+	}
 	return b.String()
 }

@@ -18,6 +18,9 @@ func WritePlan(out io.Writer, p *Plan) error {
 		fmt.Fprintf(&b, "  %s\n", strings.TrimSpace(c.Description))
 	}
 	fmt.Fprintf(&b, "provider %s", c.Provider.Kind)
+	if n := c.ClientCount(); n > 1 {
+		fmt.Fprintf(&b, ", %d client hosts (connections are the total)", n)
+	}
 	if c.Tuning != "" {
 		fmt.Fprintf(&b, ", tuning profile %s", c.Tuning)
 	}
@@ -48,6 +51,10 @@ func WritePlan(out io.Writer, p *Plan) error {
 	fmt.Fprintf(&b, "estimated wall time: %s (measuring %s, prefill %s, %d server starts at %s, %s per cell overhead)\n",
 		e.Total.Round(time.Second), e.Measuring.Round(time.Second), e.Prefill.Round(time.Second),
 		e.ServerStarts, e.Params.ServerStart, e.Params.CellOverhead)
+	if e.Calibration > 0 {
+		fmt.Fprintf(&b, "link calibration first: %s (1 flow and %d flows, GET and SET, %s each)\n",
+			e.Calibration.Round(time.Second), p.Campaign.CalibrationConnections(), p.Campaign.Calibrate.Duration)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }

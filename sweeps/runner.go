@@ -89,6 +89,17 @@ type Runner struct {
 	// SampleEvery is the host snapshot interval when the bencher gives no
 	// window marks (default 500ms).
 	SampleEvery time.Duration
+	// NICs are the hosts' data interfaces whose driver counters each cell
+	// records (runner_nic.go); ClientClock is the client host's clock
+	// minus this machine's, which the records' times are on.
+	NICs        []NICSource
+	ClientClock time.Duration
+	nicInfo     []NICInfo
+	// Calibrate, when set, runs once before the first cell that runs (not
+	// when every cell is kept) and returns the link's figures, stored in
+	// the environment record and held against each cell (Link).
+	Calibrate func(ctx context.Context) (*Link, error)
+	Link      *Link
 }
 
 // DefaultMaxAttempts is how often a failing cell is tried before the
@@ -109,6 +120,7 @@ type Summary struct {
 	Failed        []Failure     `json:"failed"`   // failed now (includes given up)
 	GivenUp       int           `json:"given_up"` // failed MaxAttempts times, not tried again
 	ClientLimited []string      `json:"client_limited,omitempty"`
+	Shaped        []Shaped      `json:"link_allowance,omitempty"` // cells whose NIC counted an allowance exceeded
 	Interrupted   bool          `json:"interrupted"`
 	Elapsed       time.Duration `json:"elapsed_ns"`
 }
@@ -189,6 +201,9 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	if r.Progress != nil {
 		r.Progress.Begin(len(todo), r.Plan.EstimateOf(func(c Cell) bool { _, ok := todo[c.Index]; return ok }))
 	}
+	if err := r.calibrate(ctx, len(todo)); err != nil {
+		return nil, err
+	}
 	for _, b := range r.Plan.Blocks {
 		var cells []Cell
 		for _, ci := range b.Cells {
@@ -214,6 +229,9 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 				sum.Done++
 				if rec.ClientLimited {
 					sum.ClientLimited = append(sum.ClientLimited, c.ID)
+				}
+				if a := Allowances(rec.NIC); len(a) > 0 {
+					sum.Shaped = append(sum.Shaped, Shaped{CellID: c.ID, Counters: strings.Join(a, ", ")})
 				}
 			}
 		}
@@ -400,13 +418,9 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	sampleDone := make(chan struct{})
 	sampleStop := make(chan struct{})
 	if sampling {
-		every := r.SampleEvery
-		if every <= 0 {
-			every = 500 * time.Millisecond
-		}
 		go func() {
 			defer close(sampleDone)
-			t := time.NewTicker(every)
+			t := time.NewTicker(every(r.SampleEvery))
 			defer t.Stop()
 			for {
 				if s := snap(); s != nil {
@@ -422,7 +436,9 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	} else {
 		close(sampleDone)
 	}
-	res, err := r.Bench.Bench(cellCtx, w, mark)
+	nics := r.startNICs(cellCtx, every(r.SampleEvery))
+	res, err := r.bench(cellCtx, w, mark, rec)
+	rec.NIC = nics.finish(ctx, r, res)
 	close(sampleStop)
 	<-sampleDone
 	if s := snap(); s != nil {
@@ -479,7 +495,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 			}
 		}
 	}
-	lim := hostmetrics.Label(hostmetrics.LimitInput{Result: res, Server: rec.Host, LinkGbps: r.LinkGbps, FaultCost: r.FaultCost})
+	lim := hostmetrics.Label(r.limitInput(res, rec))
 	rec.Limit = &lim
 	rec.ClientLimited = lim.ClientLimited
 }
@@ -552,32 +568,4 @@ func (r *Runner) recordServer(ctx context.Context, pv PlanVersion, srv RunningSe
 	}
 	r.Env.Servers = append(r.Env.Servers, f)
 	_ = r.Store.WriteEnv(r.Env)
-}
-
-// windowOf picks from periodic snapshots the pair that best covers the
-// result's measured window (it ended at res.Ended and lasted
-// Window.Measured): the first at or after its start, the last at or before
-// its end. Without a usable window it spans every snapshot.
-func windowOf(series []*hostmetrics.Snapshot, res *lab.Result) (a, b *hostmetrics.Snapshot) {
-	if len(series) < 2 {
-		return nil, nil
-	}
-	a, b = series[0], series[len(series)-1]
-	if res == nil || res.Ended.IsZero() || res.Window.Measured <= 0 {
-		return a, b
-	}
-	start := res.Ended.Add(-res.Window.Measured.D())
-	ai, bi := -1, -1
-	for i, s := range series {
-		if ai < 0 && !s.At.Before(start) {
-			ai = i
-		}
-		if !s.At.After(res.Ended) {
-			bi = i
-		}
-	}
-	if ai >= 0 && bi > ai {
-		return series[ai], series[bi]
-	}
-	return a, b
 }

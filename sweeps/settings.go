@@ -80,7 +80,8 @@ func (p Provider) Locate(err error) error {
 // of it that is written, the block itself when none is.
 func (p Provider) find(path string) *yaml.Node {
 	n := deref(p.node)
-	for _, name := range strings.Split(path, ".") {
+	for _, part := range strings.Split(path, ".") {
+		name, index, _ := strings.Cut(strings.TrimSuffix(part, "]"), "[")
 		if n == nil || n.Kind != yaml.MappingNode {
 			break
 		}
@@ -89,6 +90,10 @@ func (p Provider) find(path string) *yaml.Node {
 			break
 		}
 		n = deref(next)
+		// clients[1]: the list's element, when it is written.
+		if i, err := strconv.Atoi(index); err == nil && n.Kind == yaml.SequenceNode && i >= 0 && i < len(n.Content) {
+			n = deref(n.Content[i])
+		}
 	}
 	return n
 }
@@ -161,7 +166,7 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		v.SetFloat(f)
-	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
+	case v.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			d.fail(n, path, "want a list such as [a, b], got %s", kindName(n))
 			return

@@ -43,6 +43,10 @@ type SoakRecord struct {
 	Original map[lab.Op]float64 `json:"original_gbps,omitempty"`
 	// Held is the soak's mean Gbps per op.
 	Held map[lab.Op]float64 `json:"held_gbps,omitempty"`
+	// Clients and NIC are as in a cell record: each client host's own
+	// record, each host's NIC counters over the window.
+	Clients []ClientRecord `json:"clients,omitempty"`
+	NIC     []NICDelta     `json:"nic,omitempty"`
 }
 
 // SoakDrift analyses every op's per-second Gbps series of a result.
@@ -80,6 +84,10 @@ type Soak struct {
 	// Tuning, when the campaign has a profile, is checked before the
 	// window as for a campaign cell; nil: no check.
 	Tuning TuningCheck
+	// NICs and ClientClock are the runner's: each host's NIC is read
+	// around the window. The link the run calibrated (env.json) labels it.
+	NICs        []NICSource
+	ClientClock time.Duration
 }
 
 // SoakCell is the stored record of cell id in the run directory dir, or
@@ -135,12 +143,17 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 		_ = srv.Stop(sctx)
 		cancel()
 	}()
-	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler, FaultCost: s.FaultCost, LinkGbps: s.LinkGbps, Tuning: s.Tuning}
+	r := &Runner{Plan: &Plan{Campaign: c}, Bench: s.Bench, Sampler: s.Sampler, FaultCost: s.FaultCost, LinkGbps: s.LinkGbps, Tuning: s.Tuning,
+		NICs: s.NICs, ClientClock: s.ClientClock}
+	if run, err := ReadRun(s.Store.Dir); err == nil && run.Env != nil {
+		r.Link = run.Env.Link
+	}
 	cr := &CellRecord{}
 	r.runCell(ctx, Cell{ID: s.CellID, Workload: w}, *pv, srv, cr)
 	rec.Ended = time.Now().UTC()
 	rec.Status, rec.Reason, rec.Result, rec.Host, rec.Limit, rec.Tuning = cr.Status, cr.Reason, cr.Result, cr.Host, cr.Limit, cr.Tuning
 	rec.Memory, rec.Persistence = cr.Memory, cr.Persistence
+	rec.Clients, rec.NIC = cr.Clients, cr.NIC
 	rec.Drift, rec.Held = SoakDrift(cr.Result, s.Drift)
 	name := strings.TrimSuffix(CellFileName(s.CellID), ".json") + "-" + rec.Started.Format("20060102T150405Z")
 	if err := s.Store.WriteSoak(name, rec); err != nil {

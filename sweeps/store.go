@@ -80,6 +80,12 @@ type CellRecord struct {
 	// Persistence is the server's fork and rewrite activity per second of
 	// the measured window; absent when the version's persistence is none.
 	Persistence []PersistenceSecond `json:"persistence,omitempty"`
+	// Clients holds each client host's own record when the load came
+	// from several (clients: N); Result is their merge.
+	Clients []ClientRecord `json:"clients,omitempty"`
+	// NIC is each host's data interface over the measured window: the
+	// rise of its driver's trouble counters (clients.go).
+	NIC []NICDelta `json:"nic,omitempty"`
 	// ClientLimited repeats Limit's flag at the top so no summary misses it.
 	ClientLimited bool      `json:"client_limited"`
 	History       []Attempt `json:"history,omitempty"` // earlier failed attempts
@@ -119,6 +125,9 @@ type Environment struct {
 	TuningProfile string          `json:"tuning_profile,omitempty"` // the campaign's profile name
 	Tuning        json.RawMessage `json:"tuning,omitempty"`         // the tuning snapshot, opaque here
 	Servers       []ServerFacts   `json:"servers"`
+	// Link is the link as calibrated before the first cell (link.go);
+	// absent when not measured.
+	Link *Link `json:"link,omitempty"`
 }
 
 // EnvSchema names the layout of Environment.

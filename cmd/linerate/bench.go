@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
@@ -36,6 +37,9 @@ Examples:
   # latency as HdrHistogram files (plot the .hgrm files together at
   # hdrhistogram.github.io/HdrHistogram/plotFiles.html):
   linerate bench -p 6379 -s 8MiB -d 10s --hgrm-dir hgrm/
+  # load from two client hosts at once (sweep run does this for clients: N):
+  # each waits for the same moment (Unix ns on its own clock), then connects
+  linerate bench -h 10.0.0.2 -c 16 -s 8MiB --start-at 1767225600000000000
   # the client's own ceiling: run against the built-in sink
   linerate sink -p 7000 -s 8MiB &  linerate bench -p 7000 -s 8MiB --prefill=false
 
@@ -59,7 +63,8 @@ is called not sustainable.
 
 Exit codes: 0 completed; 1 completed with failed requests; 2 bad flags;
 3 setup failed (connect, auth, prefill); 4 server lost mid-run; 130 interrupted.
-The JSON record (--json) is written in every case that got past the flags.
+The JSON record (--json) is written in every case that got past the flags
+(and past the --start-at wait: Ctrl-C during it writes none).
 
 Flags:
 `
@@ -76,6 +81,7 @@ func runBench(ctx context.Context, args []string) int {
 	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
 	pct := lab.DefaultPercentiles
 	fs.Var(&pct, "percentiles", "latency percentiles to print and to keep in the record's summaries (p95 is always kept): "+lab.PercentilesForms)
+	startAt := fs.String("start-at", "", fmt.Sprintf("wait until this time (Unix nanoseconds, this host's clock, within %s of now) before connecting: how sweep run starts the benches of several client hosts together", lab.MaxStartAhead))
 	hgrmDir := fs.String("hgrm-dir", "", "write HdrHistogram files to DIR: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +114,14 @@ func runBench(ctx context.Context, args []string) int {
 	}
 	if w.Password == "" {
 		w.Password = os.Getenv("LINERATE_PASSWORD")
+	}
+	var start time.Time
+	if *startAt != "" {
+		var err error
+		if start, err = lab.ParseStartAt(*startAt, time.Now()); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
+			return lab.ExitUsage
+		}
 	}
 	var sink *lab.Result
 	if *ceiling != "" {
@@ -150,6 +164,10 @@ func runBench(ctx context.Context, args []string) int {
 		toLines = liveLines(os.Stderr)
 	}
 	opt.Live = bothLive(toMetrics, toLines)
+	if err := lab.WaitUntil(ctx, start); err != nil {
+		fmt.Fprintf(os.Stderr, "linerate bench: interrupted while waiting for --start-at\n")
+		return lab.ExitInterrupted
+	}
 	res, err := engine.Run(ctx, w, opt)
 	var fe *lab.FieldError
 	if res == nil {

@@ -73,6 +73,7 @@ provider:
   key: ` + l.KeyFile + `
   dist: ` + labtest.Dist(t) + `
 tuning: veth
+calibrate: {duration: 1s, warmup: 0s}
 versions:
   - {binary: ` + redis + `}
 workload:

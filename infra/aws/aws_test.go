@@ -479,13 +479,24 @@ func TestSettings(t *testing.T) {
 	if c := study.Config(Access{Region: "eu-west-1"}); c.Region != "eu-west-1" {
 		t.Errorf("the operator's region lost to the settings': %s", c.Region)
 	}
+	// A count left out is the campaign's clients plus the server; one
+	// given must agree with them.
+	three := study
+	three.Count = 0
+	if err := three.Clients(3); err != nil || three.Count != 4 || three.Config(Access{}).InstanceCount() != 4 {
+		t.Errorf("clients: 3 with no count: %v, count %d", err, three.Count)
+	}
+	if fields, _ := infra.FieldErrors(study.Clients(3)); len(fields) != 1 || fields[0].Field != "count" {
+		t.Errorf("count 2 with clients: 3: %v", fields)
+	}
 	for _, tc := range []struct {
 		edit  func(*Settings)
 		field string
 	}{
 		{func(s *Settings) { s.InstanceType = "" }, "instance-type"},
 		{func(s *Settings) { s.InstanceType = "big" }, "instance-type"},
-		{func(s *Settings) { s.Count = 3 }, "count"},
+		{func(s *Settings) { s.Count = 1 }, "count"},
+		{func(s *Settings) { s.Count = 18 }, "count"},
 		{func(s *Settings) { s.Placement = "spread" }, "placement"},
 		{func(s *Settings) { s.OS = "ubuntu" }, "os"},
 		{func(s *Settings) { s.DeadMan = time.Minute }, "dead-man"},

@@ -199,7 +199,7 @@ usermod -aG docker ec2-user
 // launch starts both instances in one call, zone by zone until one has
 // capacity for the pair. The client token makes a resent request (after a
 // lost answer) the same launch.
-func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func(types.ResourceType) []types.TagSpecification) ([]Instance, error) {
+func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func(types.ResourceType) []types.TagSpecification, count int) ([]Instance, error) {
 	zones := p.cfg.Zones
 	if len(zones) == 0 {
 		out, err := p.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
@@ -223,7 +223,7 @@ func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func
 		rand.Read(token)
 		out, err := p.ec2.RunInstances(ctx, &ec2.RunInstancesInput{
 			ImageId: sdkaws.String(ami), InstanceType: types.InstanceType(p.cfg.InstanceType),
-			MinCount: sdkaws.Int32(2), MaxCount: sdkaws.Int32(2),
+			MinCount: sdkaws.Int32(int32(count)), MaxCount: sdkaws.Int32(int32(count)),
 			KeyName:                           sdkaws.String(name),
 			SecurityGroupIds:                  []string{sgID},
 			Placement:                         &types.Placement{AvailabilityZone: sdkaws.String(z), GroupName: sdkaws.String(name)},
@@ -247,13 +247,18 @@ func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func
 		p.mu.Lock()
 		p.instances = insts
 		p.mu.Unlock()
-		if len(insts) != 2 {
-			return nil, fmt.Errorf("aws up: run instances in %s: got %d instances, want 2", z, len(insts))
+		if len(insts) != count {
+			return nil, fmt.Errorf("aws up: run instances in %s: got %d instances, want %d", z, len(insts), count)
 		}
-		p.logf("aws: launched %s and %s in %s", insts[0].ID, insts[1].ID, z)
+		sort.Slice(insts, func(i, j int) bool { return insts[i].Index < insts[j].Index })
+		ids := make([]string, len(insts))
+		for i, in := range insts {
+			ids[i] = in.ID
+		}
+		p.logf("aws: launched %s in %s", strings.Join(ids, ", "), z)
 		return insts, nil
 	}
-	return nil, fmt.Errorf("aws up: no zone had capacity for two %s: %s", p.cfg.InstanceType, strings.Join(tried, ", "))
+	return nil, fmt.Errorf("aws up: no zone had capacity for %d × %s: %s", count, p.cfg.InstanceType, strings.Join(tried, ", "))
 }
 
 // waitRunning polls until both instances run and have addresses. Right

@@ -63,6 +63,9 @@ type Config struct {
 	// HourlyUSD is the on-demand price of one instance, for the cost
 	// prompt; 0 is unknown.
 	HourlyUSD float64
+	// Instances is how many the pair has, for the cost prompt: a server
+	// and its clients; 0 is 2. Up launches 1 + Spec.Clients.
+	Instances int
 	Dist      string // linerate binaries for upload; default dist
 
 	// Lease is how long resources stay their owner's after the last
@@ -267,7 +270,15 @@ func (a *Account) logf(format string, args ...any) {
 }
 
 // HourlyCost is the pair's on-demand price per hour, 0 when unknown.
-func (p *Provider) HourlyCost() float64 { return 2 * p.cfg.HourlyUSD }
+func (p *Provider) HourlyCost() float64 { return float64(p.cfg.InstanceCount()) * p.cfg.HourlyUSD }
+
+// InstanceCount is Instances, 0 read as 2.
+func (c Config) InstanceCount() int {
+	if c.Instances == 0 {
+		return 2
+	}
+	return c.Instances
+}
 
 // resourceName names the placement group, security group and key pair:
 // the owner in the name keeps two runs of one campaign apart.
@@ -350,7 +361,7 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 	if err != nil {
 		return infra.Pair{}, err
 	}
-	insts, err := p.launch(ctx, name, ami, sgID, spec)
+	insts, err := p.launch(ctx, name, ami, sgID, spec, 1+s.ClientCount())
 	if err != nil {
 		return infra.Pair{}, err
 	}
@@ -365,7 +376,14 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		return infra.Pair{}, err
 	}
 	p.logf("aws: pair up: server %s (%v), client %s (%v)", insts[0].ID, insts[0].PrivateIP, insts[1].ID, insts[1].PrivateIP)
-	return infra.Pair{Server: hosts[0], Client: hosts[1]}, nil
+	for _, in := range insts[2:] {
+		p.logf("aws: and client %s (%v)", in.ID, in.PrivateIP)
+	}
+	pair = infra.Pair{Server: hosts[0], Client: hosts[1]}
+	if len(hosts) > 2 {
+		pair.Clients = hosts[1:]
+	}
+	return pair, nil
 }
 
 // connect waits for SSH on each instance and connects. Keys are pinned per
@@ -402,8 +420,11 @@ func (p *Provider) connect(ctx context.Context, insts []Instance, keyFile, dir s
 
 func (p *Provider) sshConnect(ctx context.Context, in Instance, key, known string) (infra.Host, error) {
 	role := "server"
-	if in.Index != 0 {
+	switch {
+	case in.Index == 1:
 		role = "client"
+	case in.Index > 1:
+		role = fmt.Sprintf("client-%d", in.Index)
 	}
 	h, err := sshhost.New(sshhost.Config{
 		Label: role + " " + in.ID, Addr: in.PublicIP.String(), User: p.cfg.User, KeyFile: key,

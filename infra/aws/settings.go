@@ -19,7 +19,8 @@ import (
 //	provider:
 //	  kind: aws
 //	  instance-type: c8gn.16xlarge
-//	  count: 2             # a server and a client: the only count
+//	  count: 2             # instances in all: a server and its clients;
+//	                       # left out, 1 + the campaign's clients: N
 //	  placement: cluster   # the only placement
 //	  os: al2023           # the only image family
 //	  region: us-east-1
@@ -70,8 +71,8 @@ func (s Settings) Validate() error {
 	if s.InstanceType == "" {
 		errs = append(errs, infra.Fieldf("instance-type", "missing; e.g. c8gn.16xlarge"))
 	}
-	if s.Count != 0 && s.Count != 2 {
-		errs = append(errs, infra.Fieldf("count", "%d: want 2 (a server and a client)", s.Count))
+	if s.Count != 0 && (s.Count < 2 || s.Count > 1+infra.MaxClients) {
+		errs = append(errs, infra.Fieldf("count", "%d: want 2-%d (a server and 1-%d clients)", s.Count, 1+infra.MaxClients, infra.MaxClients))
 	}
 	if s.Placement != "" && s.Placement != "cluster" {
 		errs = append(errs, infra.Fieldf("placement", "%q: want cluster", s.Placement))
@@ -93,7 +94,19 @@ func (s Settings) Config(a Access) Config {
 	}
 	return Config{Access: a, InstanceType: s.InstanceType, Zones: s.Zones, SSHFrom: s.SSHFrom.Prefix,
 		PublicKeyFile: s.PublicKey, PrivateKeyFile: s.PrivateKey, User: s.User, DeadMan: s.DeadMan,
-		HourlyUSD: s.HourlyUSD, Dist: s.Dist}
+		HourlyUSD: s.HourlyUSD, Dist: s.Dist, Instances: s.Count}
+}
+
+// Clients makes the settings launch a server and n clients, or says why
+// they cannot: a count given must be 1 + n.
+func (s *Settings) Clients(n int) error {
+	switch {
+	case s.Count == 0:
+		s.Count = 1 + n
+	case s.Count != 1+n:
+		return infra.Fieldf("count", "%d instances are a server and %d client(s); the campaign's clients: %d needs %d (or leave count out)", s.Count, s.Count-1, n, 1+n)
+	}
+	return nil
 }
 
 // problem is one thing wrong with what a pair is launched with: the

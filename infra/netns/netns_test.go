@@ -335,3 +335,87 @@ func TestKeptPair(t *testing.T) {
 		t.Error("pair still found after Down")
 	}
 }
+
+// Three clients: each in its own namespace on its own link, each reaches
+// the server's 198.18.0.1 from its own address, none sees another's, and
+// Down removes all four namespaces.
+func TestSeveralClients(t *testing.T) {
+	needRoot(t)
+	ctx := context.Background()
+	p := &Provider{}
+	t.Cleanup(func() { p.Down(ctx) })
+	pair, err := p.Up(ctx, infra.Spec{Campaign: "clients", Clients: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := pair.ClientHosts()
+	if len(hosts) != 3 || hosts[0] != pair.Client {
+		t.Fatalf("clients %v, want 3 with Client first", hosts)
+	}
+	srv := pair.Server.(*Host)
+	l, err := srv.Listen("tcp", ServerAddr.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			// Echo the peer's address: the server saw this client's own.
+			io.WriteString(c, c.RemoteAddr().(*net.TCPAddr).IP.String())
+			c.Close()
+		}
+	}()
+	seen := map[string]bool{}
+	for i, h := range hosts {
+		_, want := LinkAddrs(i + 1)
+		if h.DataAddr() != want || h.Name() != clientLabel(i+1) {
+			t.Errorf("client %d: %s at %v, want %s at %v", i+1, h.Name(), h.DataAddr(), clientLabel(i+1), want)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := h.(*Host).DialContext(dctx, "tcp", l.Addr().String())
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: dial the server: %v", h.Name(), err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		got, _ := io.ReadAll(c)
+		c.Close()
+		if string(got) != want.String() {
+			t.Errorf("%s: the server saw %q, want %v", h.Name(), got, want)
+		}
+		seen[h.(*Host).Namespace] = true
+		f, err := h.Facts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range hosts {
+			if _, other := LinkAddrs(j + 1); j != i && f.NICWithAddr(other) != "" {
+				t.Errorf("%s sees client %d's address", h.Name(), j+1)
+			}
+		}
+	}
+	out, err := srv.Run(ctx, "ip", "-o", "link", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range ServerDevices(3) {
+		if !strings.Contains(string(out), " "+dev+"@") {
+			t.Errorf("server namespace lacks %s:\n%s", dev, out)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("client namespaces %v", seen)
+	}
+	if err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range append([]infra.Host{pair.Server}, hosts...) {
+		if _, err := os.Stat(filepath.Join(RunDir, h.(*Host).Namespace)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there after Down: %v", h.(*Host).Namespace, err)
+		}
+	}
+}

@@ -82,21 +82,74 @@ var seq struct {
 // Names of the pair's namespaces and devices; interface names stay within
 // the kernel's 15 characters.
 type names struct {
+	base                 string
 	server, client       string // namespaces
 	serverDev, clientDev string
 }
 
 func newNames(keep string) names {
-	if keep != "" {
-		base := Prefix + "keep-" + keep
-		return names{server: base + "-srv", client: base + "-cli", serverDev: "lr-srv", clientDev: "lr-cli"}
+	base := Prefix + "keep-" + keep
+	if keep == "" {
+		seq.Lock()
+		seq.n++
+		n := seq.n
+		seq.Unlock()
+		base = fmt.Sprintf("%s%d-%d", Prefix, os.Getpid(), n)
 	}
-	seq.Lock()
-	seq.n++
-	n := seq.n
-	seq.Unlock()
-	base := fmt.Sprintf("%s%d-%d", Prefix, os.Getpid(), n)
-	return names{server: base + "-srv", client: base + "-cli", serverDev: "lr-srv", clientDev: "lr-cli"}
+	return names{base: base, server: base + "-srv", client: base + "-cli", serverDev: "lr-srv", clientDev: "lr-cli"}
+}
+
+// Several clients: client i (1-based) has its own namespace and veth pair
+// into the server's namespace, on its own /30 of 198.18.0.0/24: the
+// server's side 198.18.0.4(i-1)+1, the client's 198.18.0.4(i-1)+2. The
+// first is the pair as with one client (lr-srv 198.18.0.1 ↔ lr-cli
+// 198.18.0.2); the others reach the server's 198.18.0.1 through a host
+// route over their own link. Routed links rather than a bridge: each
+// link's veth ends keep their own driver counters (a bridge has none).
+
+// clientNS names client i's namespace: -cli for the first, -cliN after.
+func (n names) clientNS(i int) string {
+	if i == 1 {
+		return n.client
+	}
+	return n.client + strconv.Itoa(i)
+}
+
+// serverDevFor names the server's end of client i's link.
+func (n names) serverDevFor(i int) string {
+	if i == 1 {
+		return n.serverDev
+	}
+	return "lr-s" + strconv.Itoa(i)
+}
+
+// LinkAddrs are the server's and client i's addresses of client i's link.
+func LinkAddrs(i int) (server, client netip.Addr) {
+	b := ServerAddr.As4()
+	b[3] = byte(4*(i-1) + 1)
+	server = netip.AddrFrom4(b)
+	b[3]++
+	return server, netip.AddrFrom4(b)
+}
+
+// ServerDevices names the server namespace's ends of the links of a pair
+// with clients client hosts, client 1's first.
+func ServerDevices(clients int) []string {
+	var n names
+	n.serverDev = "lr-srv"
+	out := make([]string, max(clients, 1))
+	for i := range out {
+		out[i] = n.serverDevFor(i + 1)
+	}
+	return out
+}
+
+// clientLabel labels client i's host.
+func clientLabel(i int) string {
+	if i == 1 {
+		return "client"
+	}
+	return "client-" + strconv.Itoa(i)
 }
 
 // Up removes leftovers of crashed runs, then builds the pair. On error
@@ -133,7 +186,12 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 			h.Close()
 		}
 	}()
-	for _, name := range []string{n.server, n.client} {
+	clients := s.ClientCount()
+	nsNames := []string{n.server}
+	for i := 1; i <= clients; i++ {
+		nsNames = append(nsNames, n.clientNS(i))
+	}
+	for _, name := range nsNames {
 		if err := ctx.Err(); err != nil {
 			return infra.Pair{}, fmt.Errorf("netns up: %w", err)
 		}
@@ -146,29 +204,39 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		p.mu.Unlock()
 		handles[name] = h
 	}
-	veth := netlink.NewVeth(netlink.LinkAttrs{
-		Name:        n.serverDev,
-		Namespace:   netlink.NsFd(handles[n.server]),
-		NumTxQueues: queues, NumRxQueues: queues,
-	})
-	veth.PeerName = n.clientDev
-	veth.PeerNamespace = netlink.NsFd(handles[n.client])
-	veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(queues), uint32(queues)
-	if err := netlink.LinkAdd(veth); err != nil {
-		return infra.Pair{}, fmt.Errorf("netns up: add veth %s/%s with %d queues: %w", n.serverDev, n.clientDev, queues, err)
-	}
-	for _, side := range []struct {
-		ns, dev string
-		addr    netip.Addr
-	}{{n.server, n.serverDev, ServerAddr}, {n.client, n.clientDev, ClientAddr}} {
-		if err := configure(handles[side.ns], side.ns, side.dev, side.addr); err != nil {
+	pair = infra.Pair{Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary}}
+	for i := 1; i <= clients; i++ {
+		srvDev, cliNS := n.serverDevFor(i), n.clientNS(i)
+		veth := netlink.NewVeth(netlink.LinkAttrs{
+			Name:        srvDev,
+			Namespace:   netlink.NsFd(handles[n.server]),
+			NumTxQueues: queues, NumRxQueues: queues,
+		})
+		veth.PeerName = n.clientDev
+		veth.PeerNamespace = netlink.NsFd(handles[cliNS])
+		veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(queues), uint32(queues)
+		if err := netlink.LinkAdd(veth); err != nil {
+			return infra.Pair{}, fmt.Errorf("netns up: add veth %s/%s with %d queues: %w", srvDev, n.clientDev, queues, err)
+		}
+		srvAddr, cliAddr := LinkAddrs(i)
+		if err := configure(handles[n.server], n.server, srvDev, srvAddr, netip.Addr{}); err != nil {
 			return infra.Pair{}, err
 		}
+		// Beyond the first link, the server's address is a hop away.
+		via := srvAddr
+		if i == 1 {
+			via = netip.Addr{}
+		}
+		if err := configure(handles[cliNS], cliNS, n.clientDev, cliAddr, via); err != nil {
+			return infra.Pair{}, err
+		}
+		pair.Clients = append(pair.Clients, &Host{Label: clientLabel(i), Namespace: cliNS, Addr: cliAddr, Binary: p.Binary})
 	}
-	return infra.Pair{
-		Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary},
-		Client: &Host{Label: "client", Namespace: n.client, Addr: ClientAddr, Binary: p.Binary},
-	}, nil
+	pair.Client = pair.Clients[0]
+	if clients == 1 {
+		pair.Clients = nil // one client: the pair as before
+	}
+	return pair, nil
 }
 
 // createNamed makes a named namespace without moving the caller: the work
@@ -208,8 +276,9 @@ func createNamed(name string) (netns.NsHandle, error) {
 	return r.h, r.err
 }
 
-// configure sets the address on the veth end and brings it and loopback up.
-func configure(ns netns.NsHandle, name, dev string, addr netip.Addr) error {
+// configure sets the address on the veth end and brings it and loopback
+// up; with via set, the server's address is routed through it.
+func configure(ns netns.NsHandle, name, dev string, addr, via netip.Addr) error {
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return fmt.Errorf("netns up: netlink in %s: %w", name, err)
@@ -233,6 +302,12 @@ func configure(ns netns.NsHandle, name, dev string, addr netip.Addr) error {
 	if err := h.LinkSetUp(link); err != nil {
 		return fmt.Errorf("netns up: %s: %s up: %w", name, dev, err)
 	}
+	if via.IsValid() {
+		dst := &net.IPNet{IP: ServerAddr.AsSlice(), Mask: net.CIDRMask(32, 32)}
+		if err := h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Gw: via.AsSlice()}); err != nil {
+			return fmt.Errorf("netns up: %s: route %s via %s: %w", name, dst, via, err)
+		}
+	}
 	return nil
 }
 
@@ -246,7 +321,10 @@ func (p *Provider) Down(ctx context.Context) error {
 	p.mu.Unlock()
 	if p.Keep != "" {
 		n := newNames(p.Keep)
-		names = append(names, n.server, n.client)
+		names = append(names, n.server)
+		for i := 1; i <= infra.MaxClients; i++ {
+			names = append(names, n.clientNS(i))
+		}
 	}
 	var errs []error
 	for _, n := range names {
@@ -399,10 +477,19 @@ func (p *Provider) Pair() (infra.Pair, error) {
 			return infra.Pair{}, fmt.Errorf("netns: pair %q is not up: %w", p.Keep, err)
 		}
 	}
-	return infra.Pair{
-		Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary},
-		Client: &Host{Label: "client", Namespace: n.client, Addr: ClientAddr, Binary: p.Binary},
-	}, nil
+	pair := infra.Pair{Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary}}
+	for i := 1; i <= infra.MaxClients; i++ {
+		if _, err := os.Stat(filepath.Join(RunDir, n.clientNS(i))); err != nil {
+			break
+		}
+		_, addr := LinkAddrs(i)
+		pair.Clients = append(pair.Clients, &Host{Label: clientLabel(i), Namespace: n.clientNS(i), Addr: addr, Binary: p.Binary})
+	}
+	pair.Client = pair.Clients[0]
+	if len(pair.Clients) == 1 {
+		pair.Clients = nil
+	}
+	return pair, nil
 }
 
 // Settings are a campaign's netns provider settings. The queue count is

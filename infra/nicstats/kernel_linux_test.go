@@ -288,3 +288,57 @@ func TestVethDropsThroughWindow(t *testing.T) {
 		t.Errorf("veth has no allowance counters, Allowance = %v", a)
 	}
 }
+
+// Reads from fresh goroutines, as a runner makes them at each window
+// edge: a goroutine starts with a small stack, and the ioctl's buffers must
+// be where the kernel writes even when the stack grows under the call.
+// Each read starts at another depth of a fresh goroutine's stack, so one
+// of them meets the growth inside the ioctl's call. (The ethtool library
+// linerate used first passed stack addresses as uintptr: a grown stack
+// moved the buffer, the kernel wrote to the old place, and the read came
+// back empty, without an error.)
+func TestReadsFromFreshGoroutines(t *testing.T) {
+	srv, _ := pair(t)
+	e := openIn(t, srv)
+	const depths = 400
+	empty, drivers := 0, 0
+	for depth := range depths {
+		var c Counters
+		var d string
+		var err, derr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			atDepth(depth, func() {
+				c, err = e.Read(context.Background(), "lr-srv")
+				d, derr = e.Driver("lr-srv")
+			})
+		}()
+		<-done
+		if err != nil || derr != nil {
+			t.Fatalf("read: %v, driver: %v", err, derr)
+		}
+		if len(c) == 0 {
+			empty++
+		}
+		if d != "veth" {
+			drivers++
+		}
+	}
+	if empty > 0 || drivers > 0 {
+		t.Errorf("of %d reads from fresh goroutines, %d came back without counters and %d without the driver's name", depths, empty, drivers)
+	}
+}
+
+// atDepth calls f under n frames of 32 bytes each.
+//
+//go:noinline
+func atDepth(n int, f func()) {
+	var pad [32]byte
+	if n > 0 {
+		atDepth(n-1, f)
+	} else {
+		f()
+	}
+	runtime.KeepAlive(pad)
+}

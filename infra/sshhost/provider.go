@@ -18,7 +18,9 @@ import (
 // apart from the uploaded binary.
 type Provider struct {
 	Server, Client Config
-	hosts          []*Host
+	// More are further client hosts, after Client (clients: N).
+	More  []Config
+	hosts []*Host
 }
 
 // Kind is "ssh".
@@ -29,10 +31,10 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (infra.Pair, error) {
 	if err := s.Validate(); err != nil {
 		return infra.Pair{}, err
 	}
-	var hosts [2]*Host
-	for i, c := range []Config{p.Server, p.Client} {
+	var hosts []infra.Host
+	for i, c := range append([]Config{p.Server, p.Client}, p.More...) {
 		if c.Label == "" {
-			c.Label = [2]string{"server", "client"}[i]
+			c.Label = role(i)
 		}
 		if c.KnownHosts == "" {
 			if s.Dir == "" {
@@ -48,9 +50,24 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (infra.Pair, error) {
 		if err := h.Connect(ctx); err != nil {
 			return infra.Pair{}, err
 		}
-		hosts[i] = h
+		hosts = append(hosts, h)
 	}
-	return infra.Pair{Server: hosts[0], Client: hosts[1]}, nil
+	pair := infra.Pair{Server: hosts[0], Client: hosts[1]}
+	if len(hosts) > 2 {
+		pair.Clients = hosts[1:]
+	}
+	return pair, nil
+}
+
+// role names host i of a pair: server, client, client-2 ….
+func role(i int) string {
+	switch i {
+	case 0:
+		return "server"
+	case 1:
+		return "client"
+	}
+	return fmt.Sprintf("client-%d", i)
 }
 
 // Down closes the connections.
@@ -71,9 +88,13 @@ func (p *Provider) Down(ctx context.Context) error {
 //	  client: {address: 10.0.0.2, user: ec2-user, key: ~/.ssh/lab, data-address: 172.31.0.2}
 //	  key: ~/.ssh/lab                  # default key for both
 //	  dist: dist                       # where make dist put the binaries
+//
+// With several client hosts (the campaign's clients: N), clients lists
+// them instead of client: clients: [ec2-user@10.0.0.2, ec2-user@10.0.0.3].
 type Settings struct {
-	Server Target `yaml:"server"`
-	Client Target `yaml:"client"`
+	Server  Target   `yaml:"server"`
+	Client  Target   `yaml:"client"`
+	Clients []Target `yaml:"clients"`
 	// Key, User, Dist and KnownHosts are the defaults of both hosts; a
 	// key's leading ~/ is the home directory. KnownHosts defaults to the
 	// campaign directory's known_hosts.
@@ -110,7 +131,15 @@ func (s Settings) Provider() (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{Server: cs[0], Client: cs[1]}, nil
+	return &Provider{Server: cs[0], Client: cs[1], More: cs[2:]}, nil
+}
+
+// ClientCount is how many client hosts the settings name.
+func (s Settings) ClientCount() int {
+	if len(s.Clients) > 0 {
+		return len(s.Clients)
+	}
+	return 1
 }
 
 // Check reads both hosts' key files, which Validate does not: a key that
@@ -120,30 +149,54 @@ func (s Settings) Check() error {
 	if err != nil {
 		return err
 	}
-	for _, c := range cs {
+	for i, c := range cs {
 		if c.KnownHosts == "" {
 			c.KnownHosts = "known_hosts" // filled from the campaign directory by Up
 		}
 		if _, err := New(c); err != nil {
-			return infra.Fieldf(c.Label, "%v", err)
+			field := "server"
+			switch {
+			case i > 0 && len(s.Clients) > 0:
+				field = fmt.Sprintf("clients[%d]", i-1)
+			case i > 0:
+				field = "client"
+			}
+			return infra.Fieldf(field, "%v", err)
 		}
 	}
 	return nil
 }
 
-// configs are the server's and the client's Config.
-func (s Settings) configs() ([2]Config, error) {
-	var out [2]Config
+// configs are the server's Config and each client's.
+func (s Settings) configs() ([]Config, error) {
 	var errs []error
-	for i, role := range []string{"server", "client"} {
-		t := [2]Target{s.Server, s.Client}[i]
-		c := Config{Label: role, KeyFile: ExpandHome(s.Key), User: s.User, Dist: s.Dist, KnownHosts: s.KnownHosts}
+	type host struct {
+		field string // the settings field that names it
+		t     Target
+	}
+	hosts := []host{{"server", s.Server}}
+	switch {
+	case len(s.Clients) > 0 && s.Client != (Target{}):
+		errs = append(errs, infra.Fieldf("clients", "give client (one host) or clients (a list), not both"))
+	case len(s.Clients) > infra.MaxClients:
+		errs = append(errs, infra.Fieldf("clients", "%d hosts: at most %d", len(s.Clients), infra.MaxClients))
+	case len(s.Clients) > 0:
+		for i, t := range s.Clients {
+			hosts = append(hosts, host{fmt.Sprintf("clients[%d]", i), t})
+		}
+	default:
+		hosts = append(hosts, host{"client", s.Client})
+	}
+	out := make([]Config, len(hosts))
+	for i, h := range hosts {
+		t, field := h.t, h.field
+		c := Config{Label: role(i), KeyFile: ExpandHome(s.Key), User: s.User, Dist: s.Dist, KnownHosts: s.KnownHosts}
 		switch {
 		case t == Target{}:
-			errs = append(errs, infra.Fieldf(role, "missing; want user@host[:port] or a mapping with address, user, key, data-address"))
+			errs = append(errs, infra.Fieldf(field, "missing; want user@host[:port] or a mapping with address, user, key, data-address"))
 			continue
 		case t.Address == "":
-			errs = append(errs, infra.Fieldf(role+".address", "missing; want [user@]host[:port]"))
+			errs = append(errs, infra.Fieldf(field+".address", "missing; want [user@]host[:port]"))
 			continue
 		}
 		parseTarget(t.Address, &c)
@@ -156,7 +209,7 @@ func (s Settings) configs() ([2]Config, error) {
 		if t.DataAddress != "" {
 			a, err := netip.ParseAddr(t.DataAddress)
 			if err != nil {
-				errs = append(errs, infra.Fieldf(role+".data-address", "%q is not an IP address", t.DataAddress))
+				errs = append(errs, infra.Fieldf(field+".data-address", "%q is not an IP address", t.DataAddress))
 				continue
 			}
 			c.DataAddr = a
@@ -167,7 +220,7 @@ func (s Settings) configs() ([2]Config, error) {
 			probe.KnownHosts = "known_hosts"
 		}
 		if err := probe.Validate(); err != nil {
-			errs = append(errs, infra.Fieldf(role, "%v", err))
+			errs = append(errs, infra.Fieldf(field, "%v", err))
 			continue
 		}
 		out[i] = c

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,6 +129,11 @@ type sinkConn struct {
 	reply []byte
 	hdr   [lab.ValueHeaderLen]byte
 	tail  [lab.ValueTrailerLen + 2]byte
+	// copyDrop reads SET payloads into user space and throws them away
+	// instead of dropping them in the kernel: LINERATE_NO_MSG_TRUNC=1, the
+	// bench's own switch, so both ends copy as iperf3 and servers do (the
+	// link calibration's test compares them).
+	copyDrop bool
 }
 
 func (s *Server) serveConn(c net.Conn) error {
@@ -139,7 +145,8 @@ func (s *Server) serveConn(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, 64<<10), reply: make([]byte, 0, 64)}
+	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, 64<<10), reply: make([]byte, 0, 64),
+		copyDrop: os.Getenv("LINERATE_NO_MSG_TRUNC") == "1"}
 	for {
 		if err := sc.serveOne(); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -221,6 +228,13 @@ func (sc *sinkConn) drop(n int64) error {
 			return err
 		}
 		n -= k
+	}
+	for sc.copyDrop && n > 0 {
+		got, err := sc.r.Discard(int(min(n, 1<<30)))
+		n -= int64(got)
+		if err != nil {
+			return err
+		}
 	}
 	for n > 0 {
 		var got int

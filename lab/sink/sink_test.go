@@ -195,3 +195,59 @@ func TestSinkDelaysEveryReply(t *testing.T) {
 		t.Errorf("three pipelined requests answered in %s, want at least 3 x %s", took, delay)
 	}
 }
+
+// SET payloads are dropped in the kernel, or with LINERATE_NO_MSG_TRUNC=1
+// read and thrown away: either way every SET is answered, the next command
+// on the connection is read where it starts, and the payload costs no
+// memory of its size.
+func TestSinkDropsSetPayloads(t *testing.T) {
+	for _, copyDrop := range []string{"", "1"} {
+		t.Run("LINERATE_NO_MSG_TRUNC="+copyDrop, func(t *testing.T) {
+			t.Setenv("LINERATE_NO_MSG_TRUNC", copyDrop)
+			l, err := sink.Listen("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go sink.New(lab.OneSize(4096), 1, 8, 0).Serve(ctx, l)
+			c, err := net.DialTimeout("tcp", l.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			const size = 8 << 20
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			go func() {
+				w := bufio.NewWriter(c)
+				for range 3 {
+					w.WriteString("*3\r\n$3\r\nSET\r\n$4\r\nkey1\r\n$8388608\r\n")
+					w.Write(make([]byte, size))
+					w.WriteString("\r\n")
+				}
+				w.WriteString("*1\r\n$4\r\nPING\r\n")
+				w.Flush()
+			}()
+			r := bufio.NewReader(c)
+			var got []string
+			for range 4 {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, line)
+			}
+			runtime.ReadMemStats(&after)
+			if strings.Join(got, "") != "+OK\r\n+OK\r\n+OK\r\n+PONG\r\n" {
+				t.Errorf("answers %q", got)
+			}
+			// The writer's own 3 × 8 MiB of zeros are in the count.
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 3*size+8<<20 {
+				t.Errorf("allocated %d MB for 24 MB of payload", grew>>20)
+			}
+		})
+	}
+}

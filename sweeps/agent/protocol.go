@@ -20,6 +20,7 @@ const (
 	opTuneApply  = "tune-apply"
 	opTuneVerify = "tune-verify"
 	opTuneRevert = "tune-revert"
+	opNIC        = "nic"
 )
 
 // agentRequest is one line the coordinator sends.
@@ -46,6 +47,9 @@ type agentRequest struct {
 	DataAddr    string `json:"data_addr,omitempty"`
 	Scope       string `json:"scope,omitempty"`
 	KernelNetns string `json:"kernel_netns,omitempty"`
+	// nic: the interface carrying DataAddr, or the one named Interface;
+	// Role names the host in the answer
+	Interface string `json:"interface,omitempty"`
 }
 
 // agentReply is one line the agent sends: the answer to request ID, or an
@@ -61,6 +65,7 @@ type agentReply struct {
 	Snapshot *hostmetrics.Snapshot `json:"snapshot,omitempty"`
 	Tuning   json.RawMessage       `json:"tuning,omitempty"`
 	Drifts   int                   `json:"drifts,omitempty"`
+	NIC      *nicAnswer            `json:"nic,omitempty"`
 	// facts: the agent's clock as it answers; info: when the server did
 	Now time.Time `json:"now,omitzero"`
 	// info: the sections' fields

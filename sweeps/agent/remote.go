@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/linerate/linerate/sweeps"
@@ -149,13 +150,37 @@ func (r *remoteServer) SampleInfo(ctx context.Context, sections ...string) (swee
 // the old agent reverted when its input ended) is tuned again before its
 // check, and the check counts that as a drift.
 type RemoteTuner struct {
-	Agents  map[string]*AgentClient // by role: server, client
+	Agents  map[string]*AgentClient // by role: server, client, client-2 …
 	Profile []byte                  // the profile file's text
 
 	applied map[string]*session // the session each host was tuned in
 }
 
-func (t *RemoteTuner) roles() []string { return []string{"server", "client"} }
+func (t *RemoteTuner) roles() []string { return Roles(t.Agents) }
+
+// Roles lists the roles of agents by host: server, client, then further
+// client hosts (client-2 …) in order.
+func Roles(agents map[string]*AgentClient) []string {
+	var out []string
+	for _, r := range []string{"server", "client"} {
+		if agents[r] != nil {
+			out = append(out, r)
+		}
+	}
+	var more []string
+	for r := range agents {
+		if r != "server" && r != "client" {
+			more = append(more, r)
+		}
+	}
+	sort.Slice(more, func(i, j int) bool {
+		if len(more[i]) != len(more[j]) {
+			return len(more[i]) < len(more[j]) // client-2 before client-10
+		}
+		return more[i] < more[j]
+	})
+	return append(out, more...)
+}
 
 func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, error) {
 	a := t.Agents[role]

@@ -65,6 +65,7 @@ type Agent struct {
 	kernelNS *os.File
 
 	metricServers agentServers // what HostMetrics covers (live.go)
+	nics          agentNICs    // nic.go
 }
 
 func (a *Agent) root() string {
@@ -306,6 +307,8 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			return fail(err)
 		}
 		return agentReply{}
+	case opNIC:
+		return a.nic(ctx, req)
 	}
 	return fail(fmt.Errorf("agent: unknown op %q", req.Op))
 }
@@ -395,6 +398,7 @@ func (a *Agent) cleanup(ctx context.Context) {
 	if a.kernelNS != nil {
 		a.kernelNS.Close()
 	}
+	a.nics.close()
 	if a.lock != nil {
 		a.lock.Close() // releases the flock: the next agent may tune
 	}

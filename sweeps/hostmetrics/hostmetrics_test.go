@@ -183,6 +183,14 @@ func TestLabel(t *testing.T) {
 		{"client note", LimitInput{Result: res(func(r *lab.Result) { r.Notes = []string{"client-limited: worker 3 at 98% CPU"} }), Server: win(0.2, 0.2, 0)}, LimitClient, true},
 		{"link full", LimitInput{Result: res(nil), Server: win(0.5, 0.5, 0), LinkGbps: 50}, LimitLink, false},
 		{"link not full", LimitInput{Result: res(nil), Server: win(0.95, 0.5, 0), LinkGbps: 100}, LimitServerMain, false},
+		// 50 Gbps server to client: within 5% of a 52 Gbps calibration, not of 55.
+		{"calibrated ceiling reached", LimitInput{Result: res(nil), Server: win(0.95, 0.5, 0), CalibratedDown: 52}, LimitLink, false},
+		{"calibrated ceiling not reached", LimitInput{Result: res(nil), Server: win(0.95, 0.5, 0), CalibratedDown: 55}, LimitServerMain, false},
+		{"other direction's ceiling", LimitInput{Result: res(nil), Server: win(0.95, 0.5, 0), CalibratedUp: 50}, LimitServerMain, false},
+		{"allowance exceeded", LimitInput{Result: res(nil), Server: win(0.95, 0.5, 0), CalibratedDown: 50,
+			Allowance: []string{"server ens5 bw_out_allowance_exceeded +12"}}, LimitLinkAllowance, false},
+		{"client before allowance", LimitInput{Result: res(func(r *lab.Result) { r.Client.MaxWorkerBusy = 0.97 }),
+			Allowance: []string{"server ens5 pps_allowance_exceeded +1"}}, LimitClient, true},
 		// 1e6 faults in 10 s at 13 µs = 1.3 CPUs of faulting: the faults are the cost.
 		{"page faults", LimitInput{Result: res(nil), Server: win(0.99, 0.4, 1e6), FaultCost: 13 * time.Microsecond}, LimitPageFaults, false},
 		{"few faults", LimitInput{Result: res(nil), Server: win(0.99, 0.4, 1e4), FaultCost: 13 * time.Microsecond}, LimitServerMain, false},
@@ -204,6 +212,10 @@ func TestLabel(t *testing.T) {
 		got := Label(tc.in)
 		if got.Kind != tc.want || got.ClientLimited != tc.client || got.Detail == "" {
 			t.Errorf("%s: %+v, want %s client=%v", tc.name, got, tc.want, tc.client)
+		}
+		// The label names the counter that rose.
+		if got.Kind == LimitLinkAllowance && !strings.Contains(got.Detail, tc.in.Allowance[0]) {
+			t.Errorf("%s: %q does not name %s", tc.name, got.Detail, tc.in.Allowance[0])
 		}
 	}
 }

@@ -12,13 +12,16 @@ import (
 type LimitKind string
 
 const (
-	LimitClient     LimitKind = "client"      // the load generator ran out: not the server's number
-	LimitLink       LimitKind = "link"        // the wire (or loopback) was full
-	LimitPageFaults LimitKind = "page-faults" // the server spent its time faulting in fresh pages
-	LimitServerMain LimitKind = "server-main" // the server's main thread was saturated
-	LimitServerIO   LimitKind = "server-io"   // the server's I/O threads were saturated
-	LimitHostCPU    LimitKind = "host-cpu"    // every core busy but no thread saturated: client, server and kernel share too few cores
-	LimitUnclear    LimitKind = "unclear"     // nothing measured was saturated
+	LimitClient LimitKind = "client" // the load generator ran out: not the server's number
+	LimitLink   LimitKind = "link"   // the wire (or loopback) was full
+	// LimitLinkAllowance: the NIC's driver counted the cloud shaping the
+	// link (ENA's *_allowance_exceeded rose in the window).
+	LimitLinkAllowance LimitKind = "link-allowance"
+	LimitPageFaults    LimitKind = "page-faults" // the server spent its time faulting in fresh pages
+	LimitServerMain    LimitKind = "server-main" // the server's main thread was saturated
+	LimitServerIO      LimitKind = "server-io"   // the server's I/O threads were saturated
+	LimitHostCPU       LimitKind = "host-cpu"    // every core busy but no thread saturated: client, server and kernel share too few cores
+	LimitUnclear       LimitKind = "unclear"     // nothing measured was saturated
 )
 
 // Limit is a cell's label with the evidence in words.
@@ -37,6 +40,14 @@ type LimitInput struct {
 	// LinkGbps is the link's capacity in one direction; 0 when unknown
 	// (loopback), which disables the link label.
 	LinkGbps float64
+	// CalibratedDown and CalibratedUp are the link's measured ceilings in
+	// Gbps on the wire, server to client (GETs) and client to server
+	// (SETs), from the calibration before the first cell; 0 when not
+	// measured. A cell within LinkNear of either is the link's.
+	CalibratedDown, CalibratedUp float64
+	// Allowance names the NIC allowance counters that rose during the
+	// window, with host and rise; any makes the label link-allowance.
+	Allowance []string
 	// FaultCost is the CPU one minor fault of a fresh page costs on this
 	// host (~13 µs on the 2-vCPU VM here, ~1 µs on metal); 0 means 10 µs.
 	FaultCost time.Duration
@@ -48,6 +59,7 @@ type LimitInput struct {
 const (
 	Saturated     = 0.90
 	LinkFull      = 0.90 // of LinkGbps
+	LinkNear      = 0.95 // of the calibrated ceiling
 	FaultCPUShare = 0.50 // fault time as a share of the busiest server thread
 )
 
@@ -65,18 +77,11 @@ func Label(in LimitInput) Limit {
 		out = Limit{Kind: LimitClient, Detail: why, ClientLimited: true}
 		return out
 	}
-	secs := r.Window.Measured.D().Seconds()
-	if in.LinkGbps > 0 && secs > 0 {
-		var sent, recvd uint64
-		for _, o := range r.Ops {
-			sent += o.WireSent
-			recvd += o.WireRecvd
-		}
-		dir := max(sent, recvd)
-		gbps := float64(dir) * 8 / secs / 1e9
-		if gbps >= LinkFull*in.LinkGbps {
-			return Limit{Kind: LimitLink, Detail: fmt.Sprintf("%.1f Gbps on the wire of a %.0f Gbps link", gbps, in.LinkGbps)}
-		}
+	if len(in.Allowance) > 0 {
+		return Limit{Kind: LimitLinkAllowance, Detail: "the NIC counted the instance's allowance exceeded: " + strings.Join(in.Allowance, ", ")}
+	}
+	if l, ok := linkLimit(r, in); ok {
+		return l
 	}
 	if in.Server == nil || in.Server.Server == nil {
 		return Limit{Kind: LimitUnclear, Detail: "no server thread metrics"}
@@ -133,4 +138,33 @@ func coresBusy(cs []CoreBusy) (int, float64) {
 		sum += c.Busy
 	}
 	return len(cs), sum / float64(len(cs))
+}
+
+// linkLimit labels a cell whose wire rate came within LinkFull of the
+// link's nominal rate (--link-gbps) or within LinkNear of its calibrated
+// ceiling in either direction.
+func linkLimit(r *lab.Result, in LimitInput) (Limit, bool) {
+	secs := r.Window.Measured.D().Seconds()
+	if secs <= 0 {
+		return Limit{}, false
+	}
+	var sent, recvd uint64
+	for _, o := range r.Ops {
+		sent += o.WireSent
+		recvd += o.WireRecvd
+	}
+	gbps := func(b uint64) float64 { return float64(b) * 8 / secs / 1e9 }
+	if dir := gbps(max(sent, recvd)); in.LinkGbps > 0 && dir >= LinkFull*in.LinkGbps {
+		return Limit{Kind: LimitLink, Detail: fmt.Sprintf("%.1f Gbps on the wire of a %.0f Gbps link", dir, in.LinkGbps)}, true
+	}
+	for _, d := range []struct {
+		what    string
+		gbps    float64
+		ceiling float64
+	}{{"server to client", gbps(recvd), in.CalibratedDown}, {"client to server", gbps(sent), in.CalibratedUp}} {
+		if d.ceiling > 0 && d.gbps >= LinkNear*d.ceiling {
+			return Limit{Kind: LimitLink, Detail: fmt.Sprintf("%.2f Gbps %s on the wire, %.0f%% of the calibrated %.2f Gbps", d.gbps, d.what, d.gbps/d.ceiling*100, d.ceiling)}, true
+		}
+	}
+	return Limit{}, false
 }

@@ -40,6 +40,8 @@ type HostBencher struct {
 	// Live, when set, gets the remote bench's running totals as it goes
 	// (bench --live-json, read back from its stderr).
 	Live func(*lab.Live)
+	// Args are more bench flags (--start-at).
+	Args []string
 }
 
 // Bench implements sweeps.Bencher. It gives no window marks: the runner
@@ -49,7 +51,7 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	if err != nil {
 		return nil, fmt.Errorf("linerate on %s: %w", b.Host.Name(), err)
 	}
-	argv := append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...)
+	argv := append(append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...), b.Args...)
 	var out, errb bytes.Buffer
 	var stderr io.Writer = &errb
 	if b.Live != nil {

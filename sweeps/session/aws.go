@@ -22,6 +22,7 @@ func awsRow() *Row {
 	return &Row{Kind: "aws", Hosts: HostsAgents, Estimate: remoteEstimate(),
 		Settings: func() Settings { return &aws.Settings{} },
 		Check:    awsCheck,
+		Clients:  func(s Settings, n int) error { return s.(*aws.Settings).Clients(n) },
 		Provider: awsProvider,
 		Record: func(st *PairState, p infra.Provider, op *Operator) {
 			st.Region, st.Profile, st.KeysEnv, st.Endpoint = op.AWS.Region, op.AWS.Profile, op.KeysFromEnv, op.AWS.Endpoint
@@ -104,11 +105,12 @@ func awsProvider(ctx context.Context, st Settings, op *Operator, _ string) (infr
 // awsCost is what the operator is asked to pay for.
 func awsCost(cfg aws.Config) string {
 	price := "unknown (the Price List API did not say; give the on-demand price of one instance: --hourly-usd, or hourly-usd in a campaign's provider block)"
+	n := cfg.InstanceCount()
 	if cfg.HourlyUSD > 0 {
-		price = fmt.Sprintf("$%.2f per hour for the pair (2 × $%.4f)", 2*cfg.HourlyUSD, cfg.HourlyUSD)
+		price = fmt.Sprintf("$%.2f per hour for the pair (%d × $%.4f)", float64(n)*cfg.HourlyUSD, n, cfg.HourlyUSD)
 	}
-	return fmt.Sprintf("About to launch 2 × %s in %s: %s.\nThey shut down by themselves after %v; \"linerate infra down --campaign …\" ends them sooner.\n",
-		cfg.InstanceType, cfg.Region, price, cfg.DeadManOrDefault())
+	return fmt.Sprintf("About to launch %d × %s in %s: %s.\nThey shut down by themselves after %v; \"linerate infra down --campaign …\" ends them sooner.\n",
+		n, cfg.InstanceType, cfg.Region, price, cfg.DeadManOrDefault())
 }
 
 // awsAccount is the account handle for listing and removing: the

@@ -14,6 +14,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/agent"
+	"github.com/linerate/linerate/sweeps/calibrate"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
@@ -40,6 +41,11 @@ type placement struct {
 	// Down tears the hosts down; call it always, also after an error or
 	// Ctrl-C, with a context that survives the interrupt.
 	Down func(ctx context.Context) error
+	// clients.go: the hosts' data interfaces, the first client host's
+	// clock, and what the link is calibrated on (nil: no link, loopback).
+	NICs        []sweeps.NICSource
+	ClientClock time.Duration
+	link        *calibrate.Pair
 }
 
 // hostTuner applies a profile for the length of a run (local.Tuner,
@@ -106,8 +112,10 @@ func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, 
 		return fail(fmt.Errorf("%s provider gave a %T server host, not a network namespace", prov.Kind(), pair.Server))
 	}
 	starter := &local.Starter{Net: local.NetPlace(srv), Bind: srv.DataAddr().String()}
-	server := sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")
-	client := sweeps.LocalHostFacts("/", "client ("+pair.Client.Name()+", "+pair.Client.DataAddr().String()+")")
+	hosts := []sweeps.HostFacts{sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")}
+	for i, h := range pair.ClientHosts() {
+		hosts = append(hosts, sweeps.LocalHostFacts("/", clientRole(i)+" ("+h.Name()+", "+h.DataAddr().String()+")"))
+	}
 	// Tuning acts inside each namespace (its veth, its sysctls), which
 	// only a process in there sees: an agent per namespace, started when a
 	// profile is applied. The two share one kernel: the server's agent
@@ -116,7 +124,12 @@ func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, 
 	for role, a := range agents {
 		a.StateDir = filepath.Join(abs, "agent-"+role)
 	}
-	agents["server"].TuneScope, agents["client"].TuneScope = tuning.ScopeKernel, tuning.ScopeNamespace
+	for role, a := range agents {
+		a.TuneScope = tuning.ScopeNamespace
+		if role == "server" {
+			a.TuneScope = tuning.ScopeKernel
+		}
+	}
 	// The machine's namespace, held by this process until Down, so the
 	// server's agent can open it by path when it applies.
 	machine, err := tuning.OpenMachineNetns()
@@ -125,9 +138,12 @@ func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, 
 	}
 	agents["server"].KernelNetns = machine.Path
 	down := agentsThenDown(agents, prov)
-	downAndLetGo := func(ctx context.Context) error { defer machine.Close(); return down(ctx) }
-	pl := placeHere([]sweeps.HostFacts{server, client}, starter, local.HostBencher{Host: pair.Client, Live: live}, downAndLetGo)
+	nics, closeNICs := netnsNICs(srv, pair)
+	downAndLetGo := func(ctx context.Context) error { defer machine.Close(); closeNICs(); return down(ctx) }
+	pl := placeHere(hosts, starter, clientBencher(pair, nil, live), downAndLetGo)
 	pl.Tuner, pl.agentsTune = remoteTuner(agents), true
+	pl.NICs = nics
+	pl.link = linkPair(pair, nil, nics)
 	return pl, nil
 }
 
@@ -146,7 +162,8 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, opt 
 	}
 	var hosts []sweeps.HostFacts
 	var cost time.Duration
-	for _, role := range []string{"server", "client"} {
+	var offsets []time.Duration // the client hosts' clocks
+	for _, role := range agent.Roles(agents) {
 		a := agents[role]
 		f, err := a.Facts(ctx, role+" ("+a.Host.Name()+", "+addrString(a.Host.DataAddr())+")", role == "server")
 		if err != nil {
@@ -154,6 +171,8 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, opt 
 		}
 		if role == "server" {
 			cost = f.MinorFaultCost
+		} else {
+			offsets = append(offsets, f.ClockOffset)
 		}
 		hosts = append(hosts, f)
 	}
@@ -162,13 +181,21 @@ func placeRemote(ctx context.Context, pair infra.Pair, prov infra.Provider, opt 
 		// Corrected, but a clock that jumps during the run is not.
 		log("note: the server host's clock is %v off the client host's; host metrics are shifted to match (is NTP running?)", starter.Shift.Round(time.Millisecond))
 	}
-	return &placement{Servers: starter, Resolver: starter, Bencher: local.HostBencher{Host: pair.Client, Live: opt.Live},
-		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), agentsTune: true, Down: down}, nil
+	pl := &placement{Servers: starter, Resolver: starter, Bencher: clientBencher(pair, offsets, opt.Live),
+		Hosts: hosts, FaultCost: cost, Tuner: remoteTuner(agents), agentsTune: true, Down: down,
+		NICs: agentNICs(agents), ClientClock: offsets[0]}
+	pl.link = linkPair(pair, offsets, pl.NICs)
+	return pl, nil
 }
 
-// pairAgents are the (not yet started) agents of a pair's hosts, by role.
+// pairAgents are the (not yet started) agents of a pair's hosts, by role:
+// server, client, client-2 ….
 func pairAgents(pair infra.Pair) map[string]*agent.AgentClient {
-	return map[string]*agent.AgentClient{"server": {Host: pair.Server}, "client": {Host: pair.Client}}
+	agents := map[string]*agent.AgentClient{"server": {Host: pair.Server}}
+	for i, h := range pair.ClientHosts() {
+		agents[clientRole(i)] = &agent.AgentClient{Host: h}
+	}
+	return agents
 }
 
 // agentsThenDown closes the agents first, so they stop their servers and
@@ -176,7 +203,7 @@ func pairAgents(pair infra.Pair) map[string]*agent.AgentClient {
 func agentsThenDown(agents map[string]*agent.AgentClient, prov infra.Provider) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var errs []error
-		for _, role := range []string{"server", "client"} {
+		for _, role := range agent.Roles(agents) {
 			errs = append(errs, agents[role].Close(ctx))
 		}
 		return errors.Join(append(errs, prov.Down(ctx))...)

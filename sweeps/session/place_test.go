@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"runtime"
@@ -68,7 +69,9 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 		if rec.Tuning == nil || rec.Tuning.Drifts != 0 {
 			t.Errorf("%s: tuning check %+v", rec.CellID, rec.Tuning)
 		}
+		checkNICDeltas(t, rec, "server lr-srv", "client lr-cli")
 	}
+	checkLink(t, run.Env, "server lr-srv veth", "client lr-cli veth")
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +115,11 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*swee
 		if rec.Version.Resolved == nil || rec.Version.Resolved.Name != "redis" {
 			t.Errorf("%s: resolved %+v", rec.CellID, rec.Version.Resolved)
 		}
+		// Each host's agent read its NIC's driver counters.
+		checkNICDeltas(t, rec, "server lr-srv", "client lr-cli")
 	}
+	// The sink ran on the server host, the benches on the client host.
+	checkLink(t, run.Env, "server lr-srv veth", "client lr-cli veth")
 	if len(run.Env.Hosts) != 2 || run.Env.Hosts[0].CPUs < 1 || run.Env.Hosts[0].MinorFaultCost <= 0 {
 		t.Errorf("host facts from the agents: %+v", run.Env.Hosts)
 	}
@@ -242,5 +249,55 @@ func TestRealCampaignOnFakeAWSPair(t *testing.T) {
 	}
 	if instances != 2 {
 		t.Errorf("%d instances launched, want the pair", instances)
+	}
+}
+
+// checkNICDeltas: the cell's record holds the driver counters of each
+// host's interface ("HOST IFNAME"), read at the window's edges: veth's
+// per-queue drops and XDP errors, watched and (here) unmoved.
+func checkNICDeltas(t *testing.T, rec *sweeps.CellRecord, want ...string) {
+	t.Helper()
+	got := map[string]sweeps.NICDelta{}
+	for _, d := range rec.NIC {
+		got[d.Host+" "+d.Interface] = d
+	}
+	for _, w := range want {
+		d, ok := got[w]
+		if !ok {
+			t.Errorf("%s: no NIC counters of %s in %+v", rec.CellID, w, rec.NIC)
+			continue
+		}
+		if d.Error != "" || d.Driver != "veth" || d.Counters == nil {
+			t.Errorf("%s: %s: %+v", rec.CellID, w, d)
+		}
+		if _, ok := d.Counters["rx_queue_0_drops"]; !ok {
+			b, _ := json.Marshal(rec.NIC)
+			t.Errorf("%s: %s: veth's rx_queue_0_drops not among the watched counters %v (%s)", rec.CellID, w, d.Counters, b)
+		}
+	}
+}
+
+// checkLink: env.json holds the link calibrated before the first cell,
+// both directions with one connection and with the campaign's count, and
+// the interfaces that carried it ("HOST IFNAME DRIVER").
+func checkLink(t *testing.T, env *sweeps.Environment, nics ...string) {
+	t.Helper()
+	if env == nil || env.Link == nil {
+		t.Fatalf("env.json has no link: %+v", env)
+	}
+	l := env.Link
+	t.Logf("link: GET %.2f Gbps per flow, %.2f with %d; SET %.2f per flow, %.2f with %d", l.GET.PerFlowGbps, l.GET.Gbps, l.Connections, l.SET.PerFlowGbps, l.SET.Gbps, l.Connections)
+	if l.GET.PerFlowGbps <= 0 || l.GET.Gbps <= 0 || l.SET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 || l.Connections < 1 {
+		t.Errorf("link figures %+v", l)
+	}
+	var got []string
+	for _, n := range l.NICs {
+		got = append(got, n.Host+" "+n.Interface+" "+n.Driver)
+		if n.MTU <= 0 {
+			t.Errorf("link NIC %+v: no MTU", n)
+		}
+	}
+	if strings.Join(got, ", ") != strings.Join(nics, ", ") {
+		t.Errorf("link NICs %v, want %v", got, nics)
 	}
 }

@@ -106,6 +106,9 @@ type Row struct {
 	// fields, a *CampaignError the campaign; others name flags. nil:
 	// nothing beyond Validate.
 	Check func(s Settings, op *Operator, w Work) error
+	// Clients says why the settings cannot give n client hosts (clients:
+	// N), as field errors; nil: any number (HostsHere: one).
+	Clients func(s Settings, n int) error
 	// Provider is the provider of the pair the settings describe, built
 	// after the operator's consent where the pair costs money (ErrNotLaunched
 	// without it). keep, when set, names a pair that outlives this process
@@ -200,6 +203,9 @@ func (t *Table) settings(c *sweeps.Campaign) (*Row, Settings, error) {
 	if err := c.Provider.Decode(s); err != nil {
 		return nil, nil, err
 	}
+	if err := checkClients(c, row, s); err != nil {
+		return nil, nil, err
+	}
 	return row, s, nil
 }
 
@@ -240,6 +246,16 @@ func sshRow() *Row {
 	return &Row{Kind: "ssh", Hosts: HostsAgents, Estimate: remoteEstimate(),
 		Settings: func() Settings { return &sshhost.Settings{} },
 		Check:    func(s Settings, _ *Operator, _ Work) error { return s.(*sshhost.Settings).Check() },
+		Clients: func(s Settings, n int) error {
+			if got := s.(*sshhost.Settings).ClientCount(); got != n {
+				field := "client"
+				if got > 1 {
+					field = "clients"
+				}
+				return infra.Fieldf(field, "%d client host(s) named; the campaign's clients: %d needs %d (list them under clients)", got, n, n)
+			}
+			return nil
+		},
 		Provider: func(_ context.Context, s Settings, _ *Operator, _ string) (infra.Provider, error) {
 			return s.(*sshhost.Settings).Provider()
 		},

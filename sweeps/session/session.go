@@ -197,7 +197,7 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 			return nil, err
 		}
 	}
-	spec := infra.Spec{Campaign: c.Name, Dir: dir, Queues: prep.profile.queues()}
+	spec := infra.Spec{Campaign: c.Name, Dir: dir, Queues: prep.profile.queues(), Clients: c.ClientCount()}
 	if s.place, err = place(ctx, prep.row, prov, spec, &s.opt); err != nil {
 		st.Close()
 		return nil, err
@@ -256,6 +256,9 @@ func (s *Session) Run(ctx context.Context, opt RunOptions) (*sweeps.Summary, err
 		LinkGbps:    opt.LinkGbps,
 		SampleEvery: opt.SampleEvery,
 		Only:        Only(opt.Only),
+		NICs:        s.place.NICs,
+		ClientClock: s.place.ClientClock,
+		Calibrate:   s.calibrator(),
 	}
 	if r.Only != nil {
 		n := 0
@@ -283,7 +286,8 @@ type SoakOptions struct {
 // Soak tunes the hosts and reruns one cell of the run for a long window.
 func (s *Session) Soak(ctx context.Context, opt SoakOptions) (*sweeps.SoakRecord, error) {
 	soak := &sweeps.Soak{Store: s.store, CellID: opt.Cell, Duration: opt.Duration, Servers: s.place.Servers,
-		Bench: s.place.Bencher, Sampler: s.place.Sampler, FaultCost: s.place.FaultCost}
+		Bench: s.place.Bencher, Sampler: s.place.Sampler, FaultCost: s.place.FaultCost,
+		NICs: s.place.NICs, ClientClock: s.place.ClientClock}
 	var err error
 	if _, soak.Tuning, err = s.tune(ctx); err != nil {
 		return nil, err

@@ -408,12 +408,13 @@ func (f *Fake) runInstances(form map[string][]string) (string, *apiError) {
 	zone := get(form, "Placement.AvailabilityZone")
 	pg := get(form, "Placement.GroupName")
 	itype := get(form, "InstanceType")
+	count, _ := strconv.Atoi(get(form, "MaxCount"))
 	it, ok := f.Types[itype]
 	switch {
 	case !ok:
 		return "", errf("InvalidParameterValue", "Invalid value '%s' for InstanceType.", itype)
-	case get(form, "MinCount") != "2" || get(form, "MaxCount") != "2":
-		return "", errf("InvalidParameterValue", "the fake wants MinCount=MaxCount=2 (all or nothing), got %s/%s", get(form, "MinCount"), get(form, "MaxCount"))
+	case get(form, "MinCount") != get(form, "MaxCount") || count < 2 || count > MaxInstances:
+		return "", errf("InvalidParameterValue", "the fake wants MinCount=MaxCount, 2-%d (all or nothing), got %s/%s", MaxInstances, get(form, "MinCount"), get(form, "MaxCount"))
 	case !has(f.Zones, zone):
 		return "", errf("InvalidParameterValue", "Invalid availability zone: [%s]", zone)
 	}
@@ -442,7 +443,7 @@ func (f *Fake) runInstances(form map[string][]string) (string, *apiError) {
 	ud, _ := base64.StdEncoding.DecodeString(get(form, "UserData"))
 	tags := tagSpecs(form)
 	var b strings.Builder
-	for i := 0; i < 2; i++ {
+	for i := 0; i < count; i++ {
 		r := &Resource{Kind: "instance", ID: f.newID("i"), State: "pending", Tags: tags["instance"], Zone: zone,
 			SecurityGroup: sgs[0], PlacementGroup: pg, KeyName: key, ImageID: get(form, "ImageId"), InstanceType: itype,
 			LaunchIndex: i, UserData: string(ud), ShutdownBehavior: get(form, "InstanceInitiatedShutdownBehavior"),

@@ -16,6 +16,10 @@ import (
 )
 
 // Faults are the failures the fake injects.
+// MaxInstances is the most one RunInstances of the fake launches: a
+// server and sixteen clients.
+const MaxInstances = 17
+
 type Faults struct {
 	// NoCapacityZones answer RunInstances with InsufficientInstanceCapacity.
 	NoCapacityZones []string

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/session"
+)
+
+func init() {
+	register(command{name: "link", summary: "measure the link between a campaign's hosts (sink + bench, 1 and N flows)", run: runLink})
+}
+
+const linkUsage = `Usage: linerate link CAMPAIGN.yaml [flags]
+
+Measures the link between a campaign's hosts, as sweep run does before its
+first cell: linerate sink on the server host, linerate bench from the client
+host(s) with 1 connection and with N, GETs (server to client) and SETs
+(client to server). The sink answers as cheaply as a server can, so the
+figures are the link's, and the client's, ceiling: Gbps on the wire. They are
+stored as "link" in RUNDIR/env.json, where plot and report draw them on the
+Gbps charts and the limit label holds each cell to them (a cell within 5% is
+labelled link). On AWS, a cell during which the NIC counted an allowance
+exceeded (ethtool -S: bw_in/bw_out/pps_allowance_exceeded) is labelled
+link-allowance instead: the cloud shaped the link.
+
+The hosts are brought up, tuned with the campaign's profile, measured and
+taken down, as sweep run does; the local provider has no link (loopback).
+
+Examples:
+  sudo linerate link sweeps/campaigns/local.yaml               # the netns pair, into runs/local
+  linerate link lab.yaml --duration 30s --connections 64       # provider: ssh
+  linerate link study.yaml --aws-profile lab --region us-east-1 \
+      --ssh-from 203.0.113.7/32 --json                         # provider: aws
+
+Defaults are the campaign's calibrate block (10s runs, 1s warmup, 8MiB
+values, N the campaign's largest connection count).
+
+Flags:
+`
+
+func runLink(ctx context.Context, args []string) int {
+	c := newCLI("link", linkUsage)
+	out := c.String("out", "", "run directory whose env.json gets the link (default runs/<campaign name>)")
+	var k sweeps.Calibration
+	overrides := []struct {
+		flag string
+		v    *string
+		set  func(string) error
+	}{
+		{"duration", c.String("duration", "", "each run's measured window, 1s-10m (default the campaign's, else 10s)"), k.SetDuration},
+		{"warmup", c.String("warmup", "", "each run's warmup, 0s-1m (default the campaign's, else 1s)"), k.SetWarmup},
+		{"connections", c.String("connections", "", fmt.Sprintf("N of the N-flow runs, over every client host, 1-%d (default the campaign's largest)", lab.MaxConnections)), k.SetConnections},
+		{"value-size", c.String("value-size", "", "value size the sink serves and SETs carry (default 8MiB)"), k.SetValueSize},
+	}
+	asJSON := c.Bool("json", false, "print the link as JSON (env.json's link)")
+	r := bindRemoteFlags(c, "where the campaign's tuning profile NAME is found as NAME.yaml", "")
+	if code, done := c.parse(args, 1, 1, "give one campaign file"); done {
+		return code
+	}
+	for _, o := range overrides {
+		if *o.v == "" {
+			continue
+		}
+		if err := o.set(*o.v); err != nil {
+			return c.bad("--%s %v", o.flag, err)
+		}
+	}
+	camp, err := session.Default().Load(c.Arg(0))
+	if err == nil {
+		err = session.Default().CheckLink(camp)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if code := r.startMetrics(c); code != 0 {
+		return code
+	}
+	defer r.metrics.Close()
+	dir := session.RunDir(*out, camp.Name)
+	s, code := r.open(ctx, c, camp, dir, session.Work{What: "the link calibration", Need: sweeps.CalibrationNeed(camp.Calibrate, k)})
+	if s == nil {
+		return code
+	}
+	defer r.close(ctx, c, s)
+	l, err := s.Link(ctx, k)
+	switch {
+	case err != nil:
+		return c.end(err)
+	case *asJSON:
+		return c.json(l)
+	}
+	fmt.Print(sweeps.LinkText(l))
+	fmt.Printf("stored in %s\n", filepath.Join(dir, sweeps.EnvFile))
+	return 0
+}

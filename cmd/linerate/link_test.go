@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/sweeps"
+)
+
+// linerate link on a netns campaign: the pair is brought up, the link
+// measured both ways with one connection and with the campaign's count,
+// printed, stored as env.json's link, and the pair is gone after.
+func TestLinkCommandOnNetns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("network namespaces need root; CI runs as root")
+		}
+		t.Skip("network namespaces need root")
+	}
+	dir := t.TempDir()
+	campaign := filepath.Join(dir, "l.yaml")
+	src := "name: l\nprovider: netns\nversions:\n  - {binary: /usr/bin/redis-server}\nworkload:\n  value-size: 1MiB\n  connections: [2, 3]\n"
+	if err := os.WriteFile(campaign, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := netns.Owned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	code, stdout, stderr := linerate(t, "", "", "link", campaign, "--out", run, "--duration", "1s", "--warmup", "0s", "--value-size", "4MiB")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"1 conn    3 conns", "GET (server to client)", "SET (client to server)", "server: lr-srv (veth), MTU 1500", "stored in " + run + "/env.json"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(run, sweeps.EnvFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env sweeps.Environment
+	if err := json.Unmarshal(b, &env); err != nil || env.Link == nil {
+		t.Fatalf("env.json: %v: %s", err, b)
+	}
+	l := env.Link
+	if l.Connections != 3 || l.Duration.D().Seconds() != 1 || l.ValueSize != 4<<20 || l.GET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 {
+		t.Errorf("link %+v", l)
+	}
+	// A namespace new since the start whose process is gone is the
+	// command's, left behind (other tests' live ones are theirs).
+	left, err := netns.Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range left {
+		if !slices.Contains(before, l.Name) {
+			t.Errorf("namespace %s left by pid %d", l.Name, l.PID)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package plots
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/sweeps"
+)
+
+// The link between the hosts, as env.json records it from the calibration
+// before the first cell, is each Gbps chart's ceiling line, in the
+// direction of the chart's operation; the report lists the cells whose
+// NIC counted the cloud's allowance exceeded.
+
+// linkCeiling is the Gbps line a group's chart draws, with its label: the
+// ceiling given by hand (LinkGbps), else the calibrated one in the group's
+// direction (GETs server to client, SETs client to server, a mix the
+// higher), 0 when there is none.
+func (c *Campaign) linkCeiling(g *Group) (float64, string) {
+	if c.LinkGbps > 0 {
+		return c.LinkGbps, fmt.Sprintf("link ceiling %s Gbps", formatGbps(c.LinkGbps))
+	}
+	l := c.Link
+	if l == nil {
+		return 0, ""
+	}
+	y := l.MaxGbps()
+	switch {
+	case strings.HasPrefix(g.Op, string(lab.OpGet)):
+		y = l.Ceiling(lab.OpGet)
+	case strings.HasPrefix(g.Op, string(lab.OpSet)):
+		y = l.Ceiling(lab.OpSet)
+	}
+	if y <= 0 {
+		return 0, ""
+	}
+	// Short: the legend is narrow, and the chart's op says the direction.
+	return y, fmt.Sprintf("link %s Gbps (calibrated, %d conns)", formatGbps(y), l.Connections)
+}
+
+// reportShaped is a cell during which a NIC's allowance counter rose.
+type reportShaped struct {
+	CellID, Counters string
+}
+
+// shapedCells lists the run's cells whose NIC counted an allowance
+// exceeded, with the counters.
+func shapedCells(c *Campaign) []reportShaped {
+	var out []reportShaped
+	for _, r := range c.Run.Sorted() {
+		if a := sweeps.Allowances(r.NIC); len(a) > 0 {
+			out = append(out, reportShaped{CellID: r.CellID, Counters: strings.Join(a, ", ")})
+		}
+	}
+	return out
+}

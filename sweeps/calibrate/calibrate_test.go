@@ -1,0 +1,184 @@
+package calibrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/local"
+)
+
+// pair brings up a netns pair for the test and takes it down after.
+func pair(t *testing.T) (srv, cli *netns.Host) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("network namespaces need root; CI runs as root")
+		}
+		t.Skip("network namespaces need root")
+	}
+	p := &netns.Provider{Binary: labtest.Binary(t)}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	pr, err := p.Up(context.Background(), infra.Spec{Campaign: "calibrate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+}
+
+// iperf3 runs iperf3 over the pair for d with flows streams, one iperf3
+// process each (iperf3 3.12 runs all its streams on one thread; the bench
+// spreads its connections over threads): servers in the server namespace
+// on its data address, clients in the client namespace, iperf3's own
+// write size; reverse sends from the server to the client, as GETs do. It
+// returns the receivers' Gbps summed.
+func iperf3(t *testing.T, srv, cli *netns.Host, flows int, reverse bool, d time.Duration) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	type result struct {
+		gbps float64
+		err  error
+	}
+	results := make(chan result, flows)
+	for range flows {
+		port := strconv.Itoa(labtest.FreePort(t))
+		server := srv.Command(ctx, "iperf3", "-s", "-1", "-B", srv.DataAddr().String(), "-p", port)
+		if err := server.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer server.Wait()
+		listening(t, srv, port)
+		argv := []string{"iperf3", "-c", srv.DataAddr().String(), "-p", port, "-J", "-t", strconv.Itoa(int(d.Seconds()))}
+		if reverse {
+			argv = append(argv, "-R")
+		}
+		go func() {
+			var out []byte
+			var err error
+			out, err = cli.Command(ctx, argv...).Output()
+			var r struct {
+				End struct {
+					SumReceived struct {
+						BitsPerSecond float64 `json:"bits_per_second"`
+					} `json:"sum_received"`
+				} `json:"end"`
+			}
+			if err == nil {
+				if err = json.Unmarshal(out, &r); err == nil && r.End.SumReceived.BitsPerSecond <= 0 {
+					err = fmt.Errorf("no rate in %.300s", out)
+				}
+			}
+			results <- result{r.End.SumReceived.BitsPerSecond / 1e9, err}
+		}()
+	}
+	var sum float64
+	for range flows {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("iperf3: %v", r.err)
+		}
+		sum += r.gbps
+	}
+	return sum
+}
+
+// listening waits until something listens on port in h's namespace.
+func listening(t *testing.T, h *netns.Host, port string) {
+	t.Helper()
+	for try := 0; try < 100; try++ {
+		if out, _ := h.Run(context.Background(), "ss", "-ltnH", "sport = :"+port); len(out) > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on port %s in %s", port, h.Name())
+}
+
+// The calibration on a netns pair records the per-flow and N-flow figures
+// of both directions, within 20% of what iperf3 measures on the same veth
+// between them: the sink is cheap enough that the bench measures the link,
+// not a server.
+//
+// A veth is no wire: it moves bytes as fast as the CPUs copy them, so the
+// receivers must copy alike. iperf3 reads every byte into user space; the
+// bench and the sink normally drop payloads in the kernel (MSG_TRUNC),
+// which on a veth alone makes them a third faster. Here both copy
+// (LINERATE_NO_MSG_TRUNC=1, the bench's and the sink's switch), as on a
+// real NIC the link, not the copy, is the limit.
+func TestCalibrationMatchesIperf3(t *testing.T) {
+	labtest.Need(t, "iperf3")
+	t.Setenv("LINERATE_NO_MSG_TRUNC", "1") // the sink and the bench start from this process
+	srv, cli := pair(t)
+	const flows = 4
+	d := 2 * time.Second
+	var logs []string
+	p := Pair{Server: srv, One: local.HostBencher{Host: cli}, Clients: 1,
+		NICs: []sweeps.NICSource{&local.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
+		Log:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
+	k := sweeps.Calibration{Warmup: 0, Duration: lab.Duration(d), ValueSize: 8 << 20}
+	// The machine is shared and noisy: calibrations and iperf3 rounds
+	// alternate (cal, iperf3, cal, iperf3, cal), and the calibrations'
+	// median is held to the iperf3 rounds' mean.
+	var ls []*sweeps.Link
+	var theirs [4][]float64
+	for round := range 3 {
+		l, err := Measure(context.Background(), p, k, flows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		if round == 2 {
+			break
+		}
+		for i, c := range []struct {
+			flows   int
+			reverse bool
+		}{{1, true}, {1, false}, {flows, true}, {flows, false}} {
+			theirs[i] = append(theirs[i], iperf3(t, srv, cli, c.flows, c.reverse, d))
+		}
+	}
+	for _, line := range logs {
+		t.Log(line)
+	}
+	for _, l := range ls {
+		if len(l.NICs) != 1 || l.NICs[0].Interface != "lr-srv" || l.NICs[0].Driver != "veth" || l.NICs[0].MTU != 1500 {
+			t.Errorf("link NICs %+v", l.NICs)
+		}
+		if l.Connections != flows || l.Clients != 1 || l.Duration.D() != d {
+			t.Errorf("link %+v", l)
+		}
+	}
+	for i, c := range []struct {
+		what string
+		ours func(*sweeps.Link) float64
+	}{
+		{"GET, one flow", func(l *sweeps.Link) float64 { return l.GET.PerFlowGbps }},
+		{"SET, one flow", func(l *sweeps.Link) float64 { return l.SET.PerFlowGbps }},
+		{"GET, 4 flows", func(l *sweeps.Link) float64 { return l.GET.Gbps }},
+		{"SET, 4 flows", func(l *sweeps.Link) float64 { return l.SET.Gbps }},
+	} {
+		ours := []float64{c.ours(ls[0]), c.ours(ls[1]), c.ours(ls[2])}
+		sorted := slices.Clone(ours)
+		slices.Sort(sorted)
+		median, iperf := sorted[1], (theirs[i][0]+theirs[i][1])/2
+		t.Logf("%s: calibrations %.2f Gbps, iperf3 %.2f Gbps", c.what, ours, theirs[i])
+		if sorted[0] <= 0 || median < 0.8*iperf || median > 1.2*iperf {
+			t.Errorf("%s: calibration %.2f Gbps (median of %.2f) is more than 20%% from iperf3's %.2f Gbps (mean of %.2f)", c.what, median, ours, iperf, theirs[i])
+		}
+	}
+	// The sink is gone with the calibration.
+	if out, _ := srv.Run(context.Background(), "sh", "-c", "ss -ltnH | wc -l"); string(out) != "0\n" {
+		t.Errorf("listeners left in the server namespace: %s", out)
+	}
+}

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
 )
 
@@ -107,10 +104,6 @@ func is[E error](err error) bool {
 }
 
 const metricsListenHelp = "serve live OpenMetrics at http://ADDR/metrics while it runs, e.g. 127.0.0.1:9100 (off unless given; only on ADDR)"
-
-// The live sinks bench feeds.
-func liveLines(w io.Writer) func(*lab.Live)             { return local.LiveLines(w) }
-func bothLive(sinks ...func(*lab.Live)) func(*lab.Live) { return metrics.Feed(sinks...) }
 
 // startMetrics serves cs on addr when it is set. It returns nil and exit
 // code 0 when addr is empty, and nil and 2 (printed) for an address that

@@ -42,9 +42,10 @@ Flags:
 
 func runCompare(ctx context.Context, args []string) int {
 	c := newCLI("compare", compareUsage)
-	metric := c.String("metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 or any pNN such as p99.99 (ms, the worst op's), server-cpu-per-gb (server CPU seconds per GB moved), probe-p99 or probe-added-p99 (ms: the --probe's p99 beside the load, and what the load added to it) or memory-overhead (% a key cost beyond its value)")
-	baseline := c.String("baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
-	alpha := c.Float64("alpha", 0.05, "significance level for the * mark")
+	var opt sweeps.CompareOptions
+	c.StringVar(&opt.Metric, "metric", sweeps.MetricGbps, "gbps (payload), ops (ops/s), p95, p99, p99.9 or any pNN such as p99.99 (ms, the worst op's), server-cpu-per-gb (server CPU seconds per GB moved), probe-p99 or probe-added-p99 (ms: the --probe's p99 beside the load, and what the load added to it) or memory-overhead (% a key cost beyond its value)")
+	c.StringVar(&opt.Baseline, "baseline", "", "one run: version to compare against, as in cell IDs (e.g. valkey-8.1.1)")
+	c.Float64Var(&opt.Alpha, "alpha", 0.05, "significance level for the * mark")
 	asJSON := c.Bool("json", false, "print JSON")
 	if code, done := c.parse(args, 0, -1, ""); done {
 		return code
@@ -52,21 +53,10 @@ func runCompare(ctx context.Context, args []string) int {
 	if c.NArg() < 1 || c.NArg() > 2 {
 		return c.bad("give one run directory (versions within it) or two (run against run)")
 	}
-	if *alpha <= 0 || *alpha >= 1 {
-		return c.bad("--alpha %g: use a level between 0 and 1 such as 0.05", *alpha)
+	if err := opt.Check(); err != nil {
+		return c.bad("%v", err)
 	}
-	if _, ok := sweeps.MetricByName(*metric); !ok {
-		return c.bad("--metric %q: use %s", *metric, sweeps.MetricNames())
-	}
-	var runs []*sweeps.Run
-	for _, d := range c.Args() {
-		r, err := sweeps.ReadRun(d)
-		if err != nil {
-			return c.bad("%v", err)
-		}
-		runs = append(runs, r)
-	}
-	cmp, err := sweeps.Compare(runs, sweeps.CompareOptions{Metric: *metric, Baseline: *baseline, Alpha: *alpha})
+	cmp, err := sweeps.CompareDirs(c.Args(), opt)
 	switch {
 	case err != nil:
 		return c.bad("%v", err)

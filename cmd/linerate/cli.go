@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,22 @@ type cli struct {
 	name, who string           // the command (see linerate NAME --help); whom messages are from
 	input     func(error) bool // says which errors are the operator's (exit 2); nil: none
 	stopped   context.Context  // once it is done, a failure is an interruption (130)
+}
+
+// help holds the commands' usage texts, help/NAME.txt: the prose --help
+// teaches, kept apart from the code that reads flags. Each ends in
+// "Flags:", and --help lists the flags after it.
+//
+//go:embed help/*.txt
+var help embed.FS
+
+// helpText is command name's usage text.
+func helpText(name string) string {
+	b, err := help.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(fmt.Sprintf("no usage text for %s: %v", name, err)) // a file missing from the build
+	}
+	return string(b)
 }
 
 // newCLI is a command whose --help prints usage, then its flags in the

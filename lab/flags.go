@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -54,13 +55,54 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
 }
 
+// PasswordEnv holds the AUTH password when -a is not given: how a
+// coordinator hands it to a bench on another host without its command line.
+const PasswordEnv = "LINERATE_PASSWORD"
+
+// positiveFlags are the flags whose zero, typed on the command line, is a
+// mistake, not "the default".
+var positiveFlags = []string{"value-size", "duration", "connections", "pipeline", "threads", "keyspace", "key-size", "request-timeout"}
+
 // FinishFlags completes a workload read by BindFlags's flags where one
-// flag's default depends on another: a --ramp without -d runs for the
-// ramp's length, not for -d's default.
-func FinishFlags(fs *pflag.FlagSet, w *Workload) {
+// flag's default depends on another (a --ramp without -d runs for the
+// ramp's length, not for -d's default; no -a takes PasswordEnv), and
+// refuses what the flags' own parsers cannot see: a typed zero, a
+// keyspace that looks like a request count.
+func FinishFlags(fs *pflag.FlagSet, w *Workload) error {
 	if !w.Ramp.IsZero() && !fs.Changed("duration") {
 		w.Duration = 0
 	}
+	for _, name := range positiveFlags {
+		if f := fs.Lookup(name); fs.Changed(name) && (f.Value.String() == "0" || f.Value.String() == "0s" || f.Value.String() == "0B") {
+			return fmt.Errorf("--%s 0: must be positive (see linerate bench --help)", name)
+		}
+	}
+	if w.Password == "" {
+		w.Password = os.Getenv(PasswordEnv)
+	}
+	large, _ := fs.GetBool("keyspace-large")
+	return CheckKeyspaceHabit(*w, large)
+}
+
+// RedactPassword is a bench command line as a record keeps it: without
+// the secret.
+func RedactPassword(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "-a" || a == "--password":
+			if i+1 < len(out) {
+				out[i+1] = "REDACTED"
+				i++
+			}
+		case strings.HasPrefix(a, "--password="):
+			out[i] = "--password=REDACTED"
+		case strings.HasPrefix(a, "-a") && len(a) > 2:
+			out[i] = "-aREDACTED"
+		}
+	}
+	return out
 }
 
 // Args renders a resolved workload as bench flags, the inverse of BindFlags.

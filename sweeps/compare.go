@@ -52,6 +52,31 @@ type Side struct {
 	Unmeasured int `json:"unmeasured,omitempty"`
 }
 
+// Check refuses options as a person typed them, naming the flag: an
+// alpha outside (0, 1), a metric Compare does not know.
+func (o CompareOptions) Check() error {
+	if o.Alpha <= 0 || o.Alpha >= 1 {
+		return fmt.Errorf("--alpha %g: use a level between 0 and 1 such as 0.05", o.Alpha)
+	}
+	if _, ok := MetricByName(o.Metric); !ok {
+		return fmt.Errorf("--metric %q: use %s", o.Metric, MetricNames())
+	}
+	return nil
+}
+
+// CompareDirs reads each run directory and compares them (Compare).
+func CompareDirs(dirs []string, opt CompareOptions) (*Comparison, error) {
+	runs := make([]*Run, 0, len(dirs))
+	for _, d := range dirs {
+		r, err := ReadRun(d)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return Compare(runs, opt)
+}
+
 // Compare compares versions within one run (one argument) or the same
 // cells between two runs (two arguments).
 func Compare(runs []*Run, opt CompareOptions) (*Comparison, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +10,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
-	"github.com/linerate/linerate/lab/report"
-	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/spf13/pflag"
 )
@@ -72,17 +70,16 @@ Flags:
 func runBench(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	fs.SortFlags = false
-	var w lab.Workload
-	lab.BindFlags(fs, &w)
-	jsonOut := fs.String("json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
+	b := local.BenchRun{Percentiles: lab.DefaultPercentiles, Stdout: os.Stdout, Stderr: os.Stderr}
+	lab.BindFlags(fs, &b.Workload)
+	fs.StringVar(&b.JSON, "json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
 	quiet := fs.Bool("quiet", false, "no per-second progress lines")
 	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
 	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
-	ceiling := fs.String("ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
-	pct := lab.DefaultPercentiles
-	fs.Var(&pct, "percentiles", "latency percentiles to print and to keep in the record's summaries (p95 is always kept): "+lab.PercentilesForms)
-	startAt := fs.String("start-at", "", fmt.Sprintf("wait until this time (Unix nanoseconds, this host's clock, within %s of now) before connecting: how sweep run starts the benches of several client hosts together", lab.MaxStartAhead))
-	hgrmDir := fs.String("hgrm-dir", "", "write HdrHistogram files to DIR: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
+	fs.StringVar(&b.Ceiling, "ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
+	fs.Var(&b.Percentiles, "percentiles", "latency percentiles to print and to keep in the record's summaries (p95 is always kept): "+lab.PercentilesForms)
+	fs.StringVar(&b.StartAt, "start-at", "", fmt.Sprintf("wait until this time (Unix nanoseconds, this host's clock, within %s of now) before connecting: how sweep run starts the benches of several client hosts together", lab.MaxStartAhead))
+	fs.StringVar(&b.HgrmDir, "hgrm-dir", "", "write HdrHistogram files to DIR: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -99,172 +96,34 @@ func runBench(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
 		return lab.ExitUsage
 	}
-	lab.FinishFlags(fs, &w)
-	// A zero typed on the command line is a mistake, not "the default".
-	for _, name := range []string{"value-size", "duration", "connections", "pipeline", "threads", "keyspace", "key-size", "request-timeout"} {
-		if f := fs.Lookup(name); fs.Changed(name) && (f.Value.String() == "0" || f.Value.String() == "0s" || f.Value.String() == "0B") {
-			fmt.Fprintf(os.Stderr, "linerate bench: --%s 0: must be positive (see linerate bench --help)\n", name)
-			return lab.ExitUsage
-		}
+	err := lab.FinishFlags(fs, &b.Workload)
+	if err == nil {
+		err = b.Check(time.Now())
 	}
-	large, _ := fs.GetBool("keyspace-large")
-	if err := lab.CheckKeyspaceHabit(w, large); err != nil {
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
 		return lab.ExitUsage
-	}
-	if w.Password == "" {
-		w.Password = os.Getenv("LINERATE_PASSWORD")
-	}
-	var start time.Time
-	if *startAt != "" {
-		var err error
-		if start, err = lab.ParseStartAt(*startAt, time.Now()); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
-			return lab.ExitUsage
-		}
-	}
-	var sink *lab.Result
-	if *ceiling != "" {
-		var err error
-		if sink, err = readResult(*ceiling); err == nil && !sink.FromSink() {
-			err = fmt.Errorf("%s is a record of a run against %s, not against linerate sink", *ceiling, sink.ServerLabel())
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "linerate bench: --ceiling: %v\n", err)
-			return lab.ExitUsage
-		}
-	}
-	if *hgrmDir != "" {
-		if err := os.MkdirAll(*hgrmDir, 0o755); err != nil {
-			fmt.Fprintf(os.Stderr, "linerate bench: --hgrm-dir: %v\n", err)
-			return lab.ExitUsage
-		}
 	}
 	live := metrics.NewLive()
 	msrv, code := startMetrics("bench", *metricsAddr, live)
 	if code != 0 {
 		return code
 	}
-	if msrv != nil {
-		defer msrv.Close()
-	}
-	summary := os.Stdout
-	if *jsonOut == "-" {
-		summary = os.Stderr
-	}
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, redactPassword(args)...)}
-	if !*quiet {
-		opt.Progress = os.Stderr
-	}
 	var toMetrics, toLines func(*lab.Live)
 	if msrv != nil {
+		defer msrv.Close()
 		toMetrics = live.Update
 	}
 	if *liveJSON {
-		toLines = liveLines(os.Stderr)
+		toLines = local.LiveLines(os.Stderr)
 	}
-	opt.Live = bothLive(toMetrics, toLines)
-	if err := lab.WaitUntil(ctx, start); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate bench: interrupted while waiting for --start-at\n")
-		return lab.ExitInterrupted
+	b.Engine = engine.Options{Given: append([]string{"linerate", "bench"}, lab.RedactPassword(args)...), Live: metrics.Feed(toMetrics, toLines)}
+	if !*quiet {
+		b.Engine.Progress = os.Stderr
 	}
-	res, err := engine.Run(ctx, w, opt)
-	var fe *lab.FieldError
-	if res == nil {
-		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
-		if errors.As(err, &fe) {
-			return lab.ExitUsage
-		}
-		return lab.ExitSetupFailed
-	}
-	if aerr := res.AddPercentiles(pct); aerr != nil {
-		res.Notes = append(res.Notes, "percentiles: "+aerr.Error())
-	}
-	if sink != nil {
-		res.Notes = append(res.Notes, report.CeilingNotes(res, sink)...)
-	}
-	if res.Stop.Reason != lab.StopSetupFailed {
-		report.WriteSummary(summary, res, pct)
-	}
-	if *jsonOut != "" {
-		if werr := writeJSON(*jsonOut, res); werr != nil {
-			fmt.Fprintf(os.Stderr, "linerate bench: write record: %v\n", werr)
-			return lab.ExitErrors
-		}
-	}
-	if *hgrmDir != "" {
-		paths, werr := sweeps.WriteHDRFiles(*hgrmDir, res.RunID, res)
-		if werr != nil {
-			fmt.Fprintf(os.Stderr, "linerate bench: --hgrm-dir: %v\n", werr)
-			return lab.ExitErrors
-		}
-		if len(paths) > 0 {
-			fmt.Fprintf(summary, "hdr       %s\n", strings.Join(paths, " "))
-		}
-	}
+	code, err = b.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
 	}
-	return res.Stop.ExitCode
-}
-
-// redactPassword keeps the command line for the record without the secret.
-func redactPassword(args []string) []string {
-	out := append([]string(nil), args...)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		switch {
-		case a == "-a" || a == "--password":
-			if i+1 < len(out) {
-				out[i+1] = "REDACTED"
-				i++
-			}
-		case strings.HasPrefix(a, "--password="):
-			out[i] = "--password=REDACTED"
-		case strings.HasPrefix(a, "-a") && len(a) > 2:
-			out[i] = "-aREDACTED"
-		}
-	}
-	return out
-}
-
-// readResult reads a bench record. It decodes as it reads, so a file that
-// is not JSON (say /dev/zero) fails at its first bytes, not after filling
-// memory; a FIFO or device is refused before it is opened.
-func readResult(path string) (*lab.Result, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file; give a JSON record (bench --json)", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var r lab.Result
-	if err := json.NewDecoder(f).Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: not a bench record: %w", path, err)
-	}
-	if err := r.CheckNulls(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
-}
-
-// writeJSON writes v to path atomically (temp file, fsync, rename), or to
-// stdout for "-".
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if path == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return sweeps.WriteFileAtomic(path, b)
+	return code
 }

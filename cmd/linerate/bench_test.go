@@ -79,7 +79,7 @@ func TestBenchPercentiles(t *testing.T) {
 	if !strings.HasPrefix(head, "op Gbps ops/s p50 p95 p99.99 max mean") {
 		t.Errorf("table heading %q, want the percentiles asked for:\n%s", head, out)
 	}
-	res, err := readResult(rec)
+	res, err := lab.ReadResult(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
 )
 
@@ -24,6 +22,22 @@ type cli struct {
 	name, who string           // the command (see linerate NAME --help); whom messages are from
 	input     func(error) bool // says which errors are the operator's (exit 2); nil: none
 	stopped   context.Context  // once it is done, a failure is an interruption (130)
+}
+
+// help holds the commands' usage texts, help/NAME.txt: the prose --help
+// teaches, kept apart from the code that reads flags. Each ends in
+// "Flags:", and --help lists the flags after it.
+//
+//go:embed help/*.txt
+var help embed.FS
+
+// helpText is command name's usage text.
+func helpText(name string) string {
+	b, err := help.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(fmt.Sprintf("no usage text for %s: %v", name, err)) // a file missing from the build
+	}
+	return string(b)
 }
 
 // newCLI is a command whose --help prints usage, then its flags in the
@@ -107,10 +121,6 @@ func is[E error](err error) bool {
 }
 
 const metricsListenHelp = "serve live OpenMetrics at http://ADDR/metrics while it runs, e.g. 127.0.0.1:9100 (off unless given; only on ADDR)"
-
-// The live sinks bench feeds.
-func liveLines(w io.Writer) func(*lab.Live)             { return local.LiveLines(w) }
-func bothLive(sinks ...func(*lab.Live)) func(*lab.Live) { return metrics.Feed(sinks...) }
 
 // startMetrics serves cs on addr when it is set. It returns nil and exit
 // code 0 when addr is empty, and nil and 2 (printed) for an address that

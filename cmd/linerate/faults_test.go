@@ -36,7 +36,7 @@ func TestBenchMalformedControlReply(t *testing.T) {
 			if len(lines) != 1 || !strings.Contains(lines[0], p.Addr) || !strings.Contains(lines[0], "INFO") {
 				t.Errorf("want one line naming %s and INFO, got:\n%s", p.Addr, stderr)
 			}
-			res, err := readResult(rec)
+			res, err := lab.ReadResult(rec)
 			if err != nil {
 				t.Fatalf("no record: %v", err)
 			}

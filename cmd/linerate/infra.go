@@ -13,37 +13,6 @@ func init() {
 	register(command{name: "infra", summary: "bring a host pair up or down (local, netns, ssh, aws); gc leftovers", run: runInfra})
 }
 
-const infraUsage = `Usage: linerate infra <up|down|status|gc> [flags]
-
-Brings up the pair of hosts a campaign runs on (a server host and a client
-host) and takes it down. Providers:
-  local  both roles on this host, over loopback
-  netns  two network namespaces joined by a veth pair, 198.18.0.1 <-> 198.18.0.2 (root)
-  ssh    two hosts you already have; host keys pinned in <dir>/known_hosts
-  aws    two EC2 instances in one cluster placement group (costs money: the
-         hourly price is shown and confirmed first; a dead-man shutdown ends
-         a forgotten pair)
-The pair stays up until "infra down"; "infra gc" removes what crashed runs
-left behind (netns namespaces of dead processes; AWS resources whose
-owner's lease has run out: a running linerate renews the lease of what it
-made every few minutes, a pair kept up with "infra up" holds it until its
-dead-man shutdown). gc lists every owner with its lease before removing.
-
-Examples:
-  sudo linerate infra up --provider netns --campaign local --queues 2
-  linerate infra status --campaign local
-  sudo linerate infra down --campaign local
-  linerate infra up --provider ssh --campaign lab --server ec2-user@10.0.0.1 \
-      --client ec2-user@10.0.0.2 --key ~/.ssh/lab
-  linerate infra up --provider aws --campaign study --instance-type c8gn.16xlarge \
-      --region us-east-1 --profile lab --ssh-from 203.0.113.7/32 --hourly-usd 3.5
-  linerate infra gc --provider aws --region us-east-1 --profile lab --dry-run
-
-State of a pair that is up: <dir>/infra.json (default dir runs/<campaign>).
-
-Flags:
-`
-
 // Flag help that infra and sweep run or soak share.
 const (
 	profileHelp  = "shared-config profile with the credentials"
@@ -54,7 +23,7 @@ const (
 )
 
 func runInfra(ctx context.Context, args []string) int {
-	c := newCLI("infra", infraUsage)
+	c := newCLI("infra", helpText("infra"))
 	var f session.UpFlags
 	var op session.Operator
 	var yes, dryRun bool

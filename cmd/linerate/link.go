@@ -15,36 +15,8 @@ func init() {
 	register(command{name: "link", summary: "measure the link between a campaign's hosts (sink + bench, 1 and N flows)", run: runLink})
 }
 
-const linkUsage = `Usage: linerate link CAMPAIGN.yaml [flags]
-
-Measures the link between a campaign's hosts, as sweep run does before its
-first cell: linerate sink on the server host, linerate bench from the client
-host(s) with 1 connection and with N, GETs (server to client) and SETs
-(client to server). The sink answers as cheaply as a server can, so the
-figures are the link's, and the client's, ceiling: Gbps on the wire. They are
-stored as "link" in RUNDIR/env.json, where plot and report draw them on the
-Gbps charts and the limit label holds each cell to them (a cell within 5% is
-labelled link). On AWS, a cell during which the NIC counted an allowance
-exceeded (ethtool -S: bw_in/bw_out/pps_allowance_exceeded) is labelled
-link-allowance instead: the cloud shaped the link.
-
-The hosts are brought up, tuned with the campaign's profile, measured and
-taken down, as sweep run does; the local provider has no link (loopback).
-
-Examples:
-  sudo linerate link sweeps/campaigns/local.yaml               # the netns pair, into runs/local
-  linerate link lab.yaml --duration 30s --connections 64       # provider: ssh
-  linerate link study.yaml --aws-profile lab --region us-east-1 \
-      --ssh-from 203.0.113.7/32 --json                         # provider: aws
-
-Defaults are the campaign's calibrate block (10s runs, 1s warmup, 8MiB
-values, N the campaign's largest connection count).
-
-Flags:
-`
-
 func runLink(ctx context.Context, args []string) int {
-	c := newCLI("link", linkUsage)
+	c := newCLI("link", helpText("link"))
 	out := c.String("out", "", "run directory whose env.json gets the link (default runs/<campaign name>)")
 	var k sweeps.Calibration
 	overrides := []struct {

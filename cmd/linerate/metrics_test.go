@@ -116,7 +116,7 @@ func TestPrometheusScrapesTheBenchRate(t *testing.T) {
 	if !strings.Contains(string(b), "metrics at http://"+maddr+"/metrics") {
 		t.Errorf("bench did not say where its metrics are: %s", b)
 	}
-	res, err := readResult(out)
+	res, err := lab.ReadResult(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,29 +16,6 @@ func init() {
 	register(command{name: "sink", summary: "a built-in RESP target, to measure the client's own ceiling", run: runSink})
 }
 
-const sinkUsage = `Usage: linerate sink [flags]
-
-Serves RESP as cheaply as a server can: GET returns the pre-built value for
-the key (valid for --verify), SET payloads are dropped in the kernel. A bench
-run against the sink measures the client's own ceiling on this host pair;
-pass its JSON to 'linerate bench --ceiling' to judge later runs.
-
-Give it the bench's -s, -n, --seed and --probe, so it serves every key at
-the size the bench expects. --delay makes it a slow server: every reply
-waits, and a connection's requests queue behind one another.
-
-Examples:
-  linerate sink -p 7000 -s 8MiB &
-  linerate bench -p 7000 -s 8MiB -c 8 -d 10s --json ceiling.json
-  # a mix of sizes and a probe, served as the bench will ask for them:
-  linerate sink -p 7000 -s 1MiB:60,16MiB:40 --probe 100B@200 &
-  # a server that takes 5 ms per request, to see open-loop queueing:
-  linerate sink -p 7000 -s 4KiB --delay 5ms &
-  linerate bench -p 7000 -s 4KiB -c 1 --rate 300 --prefill=false
-
-Flags:
-`
-
 func runSink(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("sink", pflag.ContinueOnError)
 	bind := fs.StringP("bind", "b", "127.0.0.1", "address to listen on")
@@ -50,7 +27,7 @@ func runSink(ctx context.Context, args []string) int {
 	var probe lab.Probe
 	fs.Var(&probe, "probe", "the bench's --probe: its keys are served at its size (its rate is the bench's business)")
 	delay := fs.Duration("delay", 0, fmt.Sprintf("hold every reply back this long (0-%s): a slow server", sink.MaxDelay))
-	fs.Usage = func() { fmt.Fprint(os.Stderr, sinkUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(os.Stderr, helpText("sink")); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0

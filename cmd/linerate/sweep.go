@@ -16,40 +16,8 @@ func init() {
 	register(command{name: "soak", summary: "rerun one cell of a run for a long window and report drift", run: runSoak})
 }
 
-const sweepUsage = `Usage: linerate sweep <plan|run> CAMPAIGN.yaml [flags]
-
-A campaign file lists server versions (the outer dimension) and a bench
-workload whose fields may be lists (each list is a dimension). plan prints
-every cell in run order with the estimated wall time; run executes it into a
-run directory, one JSON record per cell, resuming where it stopped.
-
-Examples:
-  linerate sweep plan sweeps/campaigns/local.yaml
-  linerate sweep plan sweeps/campaigns/study.yaml --json | jq .estimate
-  linerate sweep run sweeps/campaigns/local.yaml              # into runs/local
-  linerate sweep run sweeps/campaigns/local.yaml --out runs/local-2 --redo
-  linerate sweep run sweeps/campaigns/local.yaml --only 'valkey-9.1.2/*/64MiB/*'
-  linerate sweep run lab.yaml                                  # provider: ssh
-  linerate sweep run sweeps/campaigns/study.yaml --aws-profile lab \
-      --region us-east-1 --ssh-from 203.0.113.7/32             # provider: aws
-
-On ssh and aws pairs linerate is uploaded from dist/ (make dist) and a
-"linerate agent" on each host starts the servers there, samples the server
-host and applies the tuning profile; everything is stopped and reverted, and
-an aws pair terminated, when the run ends, fails or is interrupted. aws asks
-before launching, with the pair's hourly price (provider.hourly-usd, or
-else the AWS Price List API's).
-
-Cell IDs read version/op/size/<dimensions that vary>/repetition, e.g.
-valkey-9.1.2/GET/8MiB/c32/r2. Running the same command again keeps done
-cells, retries failed ones (up to --max-attempts) and never redoes done cells
-unless --redo. docs/sweeps.md describes the file format.
-
-Flags:
-`
-
 func runSweep(ctx context.Context, args []string) int {
-	c := newCLI("sweep", sweepUsage)
+	c := newCLI("sweep", helpText("sweep"))
 	asJSON := c.Bool("json", false, "plan: print the plan as JSON")
 	out := c.String("out", "", "run: run directory (default runs/<campaign name>)")
 	ro := session.RunOptions{Progress: sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr))}
@@ -110,33 +78,8 @@ func runSweep(ctx context.Context, args []string) int {
 	return sum.ExitCode()
 }
 
-const soakUsage = `Usage: linerate soak RUNDIR --cell ID [--duration 15m]
-
-Reruns one cell of a campaign's run directory (same server version and
-settings, same workload) for a long window, and reports drift of its
-per-second Gbps: the first third against the last third, and any step
-change. The record goes to RUNDIR/soak/<cell>-<time>.json, beside the
-campaign. To make sure short cells were not a lucky window, soak the cells
-you quote.
-
-Examples:
-  linerate soak runs/study --cell valkey-9.1.0/GET/8MB/r1 --duration 15m
-  linerate soak runs/local --cell valkey-9.1.2/SET/64MiB/r1 --duration 2m   # IDs as sweep plan prints them
-
---duration is 10s to 24h: drift needs a series. The soak runs on the
-campaign's own provider: its netns, ssh or aws pair is brought up again (aws
-asks first and takes the same --aws-profile/--region/--ssh-from flags as
-sweep run) and taken down after.
-Exit codes: 0 the soak ran (the report says whether it drifted); 1 it
-failed (server, bench); 2 bad input (flags, a run directory or a cell ID
-the run lacks, a stored campaign that no longer loads), found before
-anything is brought up.
-
-Flags:
-`
-
 func runSoak(ctx context.Context, args []string) int {
-	c := newCLI("soak", soakUsage)
+	c := newCLI("soak", helpText("soak"))
 	var so session.SoakOptions
 	c.StringVar(&so.Cell, "cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
 	c.DurationVar(&so.Duration, "duration", 15*time.Minute, "measured window of the rerun")

@@ -1,8 +1,11 @@
 // Package kernel reads what a Linux host's kernel says about itself, from a
 // mountable root (FS): "/" on the machine, a fixture tree in tests. It is
-// the one place linerate reads /proc and /sys: tuning, host metrics, the
-// server launchers and the environment record all go through it. It
-// imports nothing of linerate.
+// the one place linerate reads what the kernel says in /proc and /sys:
+// tuning, host metrics, the server launchers and the environment record
+// all go through it. It imports nothing of linerate but lab/cpus. Left
+// outside: lab's MemAvailable for the prefill check (lab sits below infra),
+// and the namespace handles of infra/netns and tuning (file descriptors
+// and inode identities, not facts).
 //
 // Every reader is a method of FS; what it reads goes to a pure parser, so
 // fixtures test the parsing and the real /proc tests the paths.

@@ -138,17 +138,15 @@ func (c *Conn) ServerInfo(ctx context.Context) (*lab.ServerInfo, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sec == "server" {
+			// The one detector, as the launchers name a server.
+			si.Name, si.Version = resp.ServerKind(m)
+		}
 		for _, k := range infoKeys {
 			if v, ok := m[k]; ok {
 				si.Info[k] = v
 			}
 		}
-	}
-	si.Name, si.Version = "redis", si.Info["redis_version"]
-	if v, ok := si.Info["valkey_version"]; ok {
-		si.Name, si.Version = "valkey", v
-	} else if n := si.Info["server_name"]; n == "valkey" || n == lab.SinkName {
-		si.Name = n
 	}
 	var se *resp.ServerError
 	for _, k := range configKeys {

@@ -64,7 +64,7 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: stderr,
 		Timeout: time.Duration(w.Warmup) + time.Duration(w.Duration) + 10*time.Minute}
 	if w.Password != "" {
-		cmd.Env = []string{"LINERATE_PASSWORD=" + w.Password}
+		cmd.Env = []string{lab.PasswordEnv + "=" + w.Password}
 	}
 	runErr := b.Host.Exec(ctx, cmd)
 	// A failed run still writes its record; the exit code only says how

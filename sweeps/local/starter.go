@@ -1,7 +1,8 @@
 // Package local is what runs a campaign's pieces on this machine, for the
 // sweeps runner: the Starter (infra's launchers start campaign versions:
 // store selectors, binary paths, images, the latter watched), the
-// in-process Bencher and the HostBencher (a bench on a host of a pair),
+// in-process Bencher, BenchRun (`linerate bench` once its flags are read)
+// and the HostBencher (a bench on a host of a pair),
 // the Tuner (a profile applied for a run, its snapshot kept until the
 // revert, a killed run's leftover reverted first) and orphan reaping. A
 // coordinator uses them here, and a `linerate agent` on each remote host.

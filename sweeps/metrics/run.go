@@ -3,11 +3,11 @@ package metrics
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
@@ -103,7 +103,7 @@ func (s *startedServers) running() []HostServer {
 	defer s.mu.Unlock()
 	keep := s.list[:0]
 	for _, hs := range s.list {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", hs.PID)); err == nil {
+		if _, err := (kernel.FS{}).Stat(fmt.Sprintf("/proc/%d", hs.PID)); err == nil {
 			keep = append(keep, hs)
 		}
 	}

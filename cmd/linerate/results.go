@@ -76,14 +76,17 @@ func runCompare(ctx context.Context, args []string) int {
 	return c.end(sweeps.WriteComparison(os.Stdout, cmp))
 }
 
-const exportUsage = `Usage: linerate export RUNDIR [--format csv|ndjson] [--series] > FILE
+const exportUsage = `Usage: linerate export RUNDIR [--format csv|ndjson] [--series|--steps|--sizes] > FILE
 
 Writes a sweeps run directory (linerate sweep run writes one) as flat rows
 on standard output: one row per cell and operation with the campaign, the
 server version, every workload field, the status, the limit label, Gbps,
 ops/s, latency p50/p90/p95/p99/p99.9/max in ms, client CPU per GB and the
-server's CPU by thread class (main, I/O, other); --series breaks each row
-down by second.
+server's CPU by thread class (main, I/O, other), and for paced cells the
+offered and achieved rates, service time, the knee, the probe's added
+p99, memory per key, forks, NIC allowance counters and the link. --series
+breaks each row down by second, --steps gives one row per ramp step,
+--sizes one per size class of a value-size mix.
 
 Numbers are numbers: durations in seconds, latencies in ms. A value not
 measured is an empty CSV field (null in NDJSON). A failed cell is a row
@@ -103,6 +106,8 @@ func runExport(ctx context.Context, args []string) int {
 	c := newCLI("export", exportUsage)
 	format := c.String("format", string(export.CSV), "csv (a header line, then rows) or ndjson (one JSON object per line)")
 	series := c.Bool("series", false, "one row per cell, operation and second of the measured window")
+	steps := c.Bool("steps", false, "one row per cell and step of a --ramp")
+	sizes := c.Bool("sizes", false, "one row per cell, operation and size class of a value-size mix")
 	if code, done := c.parse(args, 1, 1, "give one run directory, e.g. linerate export runs/local > local.csv"); done {
 		return code
 	}
@@ -110,13 +115,17 @@ func runExport(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.bad("--format %v", err)
 	}
+	opt := export.Options{Format: f, Series: *series, Steps: *steps, Sizes: *sizes}
+	if !opt.OneView() {
+		return c.bad("--series, --steps and --sizes are views of their own: give one")
+	}
 	run, err := sweeps.ReadRun(c.Arg(0))
 	if err != nil {
 		return c.bad("%v", err)
 	}
 	c.warnUnreadable(run.Problems, "left out")
 	c.input = is[*export.InputError]
-	return c.end(export.Write(os.Stdout, run, export.Options{Format: f, Series: *series}))
+	return c.end(export.Write(os.Stdout, run, opt))
 }
 
 const plotUsage = `Usage: linerate plot RUNDIR [--format png,svg] [--out DIR] [--tables]

@@ -51,7 +51,11 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.Var(&w.Rate, "rate", "open loop: send at this rate whatever the replies do, latency from each request's intended send time; "+RateForms)
 	fs.Var(&w.Ramp, "ramp", "open loop in steps, one record with each step's figures and the knee; "+RampForms+"; the steps are the window (no -d)")
 	fs.Var(&w.Arrival, "arrival", "how paced requests are spread: "+ArrivalForms+" (default constant)")
-	fs.Var(&w.QueueLimit, "queue-limit", fmt.Sprintf("the longest a paced request may wait for its connection past its intended time (%s-%s, default %s); one that would wait longer is dropped and the rate called not sustainable", MinQueueLimit, fmtDur(MaxRequestTimeout), DefaultQueueLimit))
+	fs.Var(&w.QueueLimit, "queue-limit", fmt.Sprintf("the longest a paced request may wait for its connection past its intended time (%s-%s); one that would wait longer is dropped and the rate called not sustainable", MinQueueLimit, fmtDur(MaxRequestTimeout)))
+	// The field stays zero until Resolve fills it in, and only when
+	// something is paced (a closed-loop record has no queue limit); the
+	// help shows the default a paced run gets.
+	fs.Lookup("queue-limit").DefValue = Duration(DefaultQueueLimit).String()
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
 }
 

@@ -42,6 +42,11 @@ type lineProgress struct {
 	estimate time.Duration // for the cells still to run, at Begin
 	estDone  time.Duration // estimates of the cells finished
 	start    time.Time
+	// first is when the first cell started; before it the run calibrated
+	// the link (part of the estimate, done by then, and no sign of how
+	// fast cells go).
+	first time.Time
+	pre   time.Duration
 }
 
 func (p *lineProgress) Begin(cells int, estimate time.Duration) {
@@ -50,20 +55,26 @@ func (p *lineProgress) Begin(cells int, estimate time.Duration) {
 }
 
 func (p *lineProgress) CellStart(c Cell) {
+	if p.first.IsZero() {
+		p.first = p.now()
+		p.pre = p.first.Sub(p.start)
+	}
 	if p.bar {
 		fmt.Fprintf(p.w, "\r\033[K%s %s", p.barText(), c.ID)
 	}
 }
 
-// eta scales the estimate left by how fast the run has gone so far against
-// its estimate, so a slow host corrects the ETA as cells finish.
+// eta scales the estimate left by how fast the cells have gone so far
+// against their estimates, so a slow host corrects the ETA as cells
+// finish. The time before the first cell (calibration) is taken off the
+// estimate as it really went; nothing is left once every cell is done.
 func (p *lineProgress) eta() time.Duration {
-	left := p.estimate - p.estDone
-	if left < 0 {
-		left = 0
+	if p.total > 0 && p.n >= p.total {
+		return 0
 	}
-	if p.estDone > 0 {
-		left = time.Duration(float64(left) * float64(p.now().Sub(p.start)) / float64(p.estDone))
+	left := max(p.estimate-p.pre-p.estDone, 0)
+	if p.estDone > 0 && !p.first.IsZero() {
+		left = time.Duration(float64(left) * float64(p.now().Sub(p.first)) / float64(p.estDone))
 	}
 	return left.Round(time.Second)
 }

@@ -2,6 +2,7 @@ package sweeps
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,33 @@ func TestProgressTerminalAndPlain(t *testing.T) {
 			t.Errorf("plain progress:\n%q", s)
 		}
 		now = time.Unix(0, 0)
+	}
+}
+
+// The ETA counts what is left: the time before the first cell (the link
+// calibration, which the estimate holds) is neither left to do nor a
+// sign of a slow host, and after the last cell nothing is left. Seen in
+// the ramp campaign: "sweep: 3/3 … (eta 1m48s)" after the last cell, and
+// "1/3 … (eta 5m35s)" on an estimate of 1m43s.
+func TestProgressETAAfterCalibration(t *testing.T) {
+	p := testPlan(t, runSpec)
+	now := time.Unix(0, 0)
+	var out bytes.Buffer
+	pr := NewProgress(&out, false).(*lineProgress)
+	pr.now = func() time.Time { return now }
+	// 3 cells of 10 s and a 60 s calibration, all as estimated.
+	pr.Begin(3, 90*time.Second)
+	now = now.Add(60 * time.Second)
+	for i := range 3 {
+		c := p.Cells[0]
+		c.Estimate = 10 * time.Second
+		pr.CellStart(c)
+		now = now.Add(10 * time.Second)
+		pr.CellEnd(c, &CellRecord{Status: StatusDone, Result: fakeResult(c.Workload, 3.5)})
+		want := fmt.Sprintf("(eta %s)", time.Duration(20-10*i)*time.Second)
+		if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); !strings.HasSuffix(lines[len(lines)-1], want) {
+			t.Errorf("after cell %d: %q, want it to end %s", i+1, lines[len(lines)-1], want)
+		}
 	}
 }
 

@@ -48,7 +48,15 @@ func TestExportCommand(t *testing.T) {
 		t.Errorf("--series ndjson: exit %d, %d lines:\n%.300s", code, strings.Count(out, "\n"), out)
 	}
 
-	if code, _, stderr := run("--help"); code != 0 || !strings.Contains(stderr, "Usage: linerate export") || !strings.Contains(stderr, "--series") {
+	// The sample is closed loop of one size: no ramp steps, no size classes.
+	for _, view := range []string{"--steps", "--sizes"} {
+		code, out, stderr := run(failedRun, view)
+		if recs, err := csv.NewReader(strings.NewReader(out)).ReadAll(); code != 0 || err != nil || len(recs) != 1 {
+			t.Errorf("%s: exit %d, %d CSV lines (%v), want the header alone\n%s", view, code, len(recs), err, stderr)
+		}
+	}
+
+	if code, _, stderr := run("--help"); code != 0 || !strings.Contains(stderr, "Usage: linerate export") || !strings.Contains(stderr, "--steps") {
 		t.Errorf("--help: exit %d\n%s", code, stderr)
 	}
 	for _, tc := range []struct {
@@ -59,6 +67,7 @@ func TestExportCommand(t *testing.T) {
 		{[]string{failedRun, "--bogus"}, "--bogus"},
 		{nil, "one run directory"},
 		{[]string{failedRun, failedRun}, "one run directory"},
+		{[]string{failedRun, "--series", "--steps"}, "give one"},
 		{[]string{filepath.Join(t.TempDir(), "nope")}, "nope"},
 		{[]string{t.TempDir()}, "no cell records"},
 	} {

@@ -50,6 +50,8 @@ func runExport(ctx context.Context, args []string) int {
 	c := newCLI("export", helpText("export"))
 	format := c.String("format", string(export.CSV), "csv (a header line, then rows) or ndjson (one JSON object per line)")
 	series := c.Bool("series", false, "one row per cell, operation and second of the measured window")
+	steps := c.Bool("steps", false, "one row per cell and step of a --ramp")
+	sizes := c.Bool("sizes", false, "one row per cell, operation and size class of a value-size mix")
 	if code, done := c.parse(args, 1, 1, "give one run directory, e.g. linerate export runs/local > local.csv"); done {
 		return code
 	}
@@ -57,13 +59,17 @@ func runExport(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.bad("--format %v", err)
 	}
+	opt := export.Options{Format: f, Series: *series, Steps: *steps, Sizes: *sizes}
+	if !opt.OneView() {
+		return c.bad("--series, --steps and --sizes are views of their own: give one")
+	}
 	run, err := sweeps.ReadRun(c.Arg(0))
 	if err != nil {
 		return c.bad("%v", err)
 	}
 	c.warnUnreadable(run.Problems, "left out")
 	c.input = is[*export.InputError]
-	return c.end(export.Write(os.Stdout, run, export.Options{Format: f, Series: *series}))
+	return c.end(export.Write(os.Stdout, run, opt))
 }
 
 func runPlot(ctx context.Context, args []string) int {

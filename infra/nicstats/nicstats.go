@@ -92,12 +92,18 @@ func Delta(before, after Counters) Deltas {
 func Allowance(d Deltas) []string {
 	var names []string
 	for name, v := range d.Counters {
-		if v > 0 && strings.Contains(strings.ToLower(name), "allowance_exceeded") {
+		if v > 0 && IsAllowance(name) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	return names
+}
+
+// IsAllowance says a counter counts packets an instance allowance shaped:
+// its name contains allowance_exceeded (in any case).
+func IsAllowance(name string) bool {
+	return strings.Contains(strings.ToLower(name), "allowance_exceeded")
 }
 
 // Window samples one interface at the start and the end of a window.

@@ -33,8 +33,12 @@ type row struct {
 	w   lab.Workload // as run when there is a result, else as planned
 	op  lab.Op
 	// o is the op's figures; nil for a failed cell or an op with no figures.
-	o   *lab.OpResult
-	sec *lab.SecondSample // series rows only
+	o    *lab.OpResult
+	sec  *lab.SecondSample // series rows only
+	step *lab.StepResult   // step rows only
+	size *lab.SizeResult   // size rows only
+	// env is the run's env.json (the link); nil when it has none.
+	env *sweeps.Environment
 }
 
 type column struct {
@@ -57,7 +61,7 @@ var prefixColumns = []column{
 	col("cell_id", String, "the cell (version/op/size/.../rN)", func(r *row) any { return str(r.rec.CellID) }),
 	col("cell_key", String, "the cell without version and repetition: the same for every version", func(r *row) any { return str(r.rec.Key) }),
 	col("rep", Int, "repetition, from 1", func(r *row) any { return int64(r.rec.Rep) }),
-	col("op", String, "GET or SET", func(r *row) any { return string(r.op) }),
+	col("op", String, "GET or SET; empty on a step row of a mixed cell (a step holds every op)", func(r *row) any { return str(string(r.op)) }),
 	col("value_size", Int, "value size, bytes; empty for a mix of sizes", func(r *row) any {
 		if s, one := r.w.ValueSz.Single(); one {
 			return int64(s)

@@ -39,28 +39,56 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("%q: use csv or ndjson", s)
 }
 
-// Options choose the rows and how they are written.
+// Options choose the rows and how they are written. Without Series,
+// Steps or Sizes (at most one may be set) a row is a cell and op. Failed
+// cells have no rows in the other views.
 type Options struct {
 	Format Format
 	// Series writes one row per cell, op and second of the measured
-	// window instead of one per cell and op. Failed cells have none.
+	// window.
 	Series bool
+	// Steps writes one row per cell and step of a --ramp; cells without
+	// a ramp have none.
+	Steps bool
+	// Sizes writes one row per cell, op and size class of a value-size
+	// mix; cells of one size have none.
+	Sizes bool
 }
 
-// Columns lists the fields of every row, in order.
-func Columns(series bool) []Column {
+// OneView says at most one of Series, Steps and Sizes is set.
+func (o Options) OneView() bool {
+	n := 0
+	for _, v := range []bool{o.Series, o.Steps, o.Sizes} {
+		if v {
+			n++
+		}
+	}
+	return n <= 1
+}
+
+// Columns lists the fields of every row of the view opt asks for, in
+// order.
+func Columns(opt Options) []Column {
 	var out []Column
-	for _, c := range columnsOf(series) {
+	for _, c := range columnsOf(opt) {
 		out = append(out, c.Column)
 	}
 	return out
 }
 
-func columnsOf(series bool) []column {
-	if series {
-		return append(append([]column(nil), prefixColumns...), seriesColumns...)
+func columnsOf(opt Options) []column {
+	var tail []column
+	switch {
+	case opt.Series:
+		tail = concat(seriesColumns, pacedSeriesColumns)
+	case opt.Steps:
+		tail = stepColumns
+	case opt.Sizes:
+		tail = sizeColumns
+	default:
+		tail = concat(cellColumns, pacedCellColumns)
 	}
-	return append(append([]column(nil), prefixColumns...), cellColumns...)
+	return concat(prefixColumns, pacedWorkloadColumns, tail)
 }
 
 // InputError is a run directory Write cannot make rows from (nothing was
@@ -79,6 +107,9 @@ func Write(out io.Writer, run *sweeps.Run, opt Options) error {
 	if _, err := ParseFormat(string(opt.Format)); err != nil {
 		return &InputError{fmt.Errorf("export format %w", err)}
 	}
+	if !opt.OneView() {
+		return &InputError{fmt.Errorf("export: series, steps and sizes are views of their own; ask for one")}
+	}
 	cells := run.Current()
 	if len(cells) == 0 {
 		return &InputError{fmt.Errorf("export %s: no cell records in %s/; is this a run directory (linerate sweep run writes one)?",
@@ -90,14 +121,14 @@ func Write(out io.Writer, run *sweeps.Run, opt Options) error {
 				filepath.Join(run.Dir, sweeps.CellsDir, sweeps.CellFileName(c.CellID)), c.Result.Schema, lab.SchemaV1, lab.SchemaVersion)}
 		}
 	}
-	cols := columnsOf(opt.Series)
+	cols := columnsOf(opt)
 	bw := bufio.NewWriter(out)
 	rw := newRowWriter(bw, opt.Format, cols)
 	if err := rw.header(); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	for _, c := range cells {
-		for _, r := range rowsOf(c, opt.Series) {
+		for _, r := range rowsOf(c, run.Env, opt) {
 			if err := rw.row(&r); err != nil {
 				return fmt.Errorf("export %s: %w", c.CellID, err)
 			}
@@ -112,29 +143,51 @@ func Write(out io.Writer, run *sweeps.Run, opt Options) error {
 	return nil
 }
 
-// rowsOf is a cell's rows: one per op of its mix, or one per op and second.
-func rowsOf(c *sweeps.CellRecord, series bool) []row {
+// rowsOf is a cell's rows: one per op of its mix, or one per op and
+// second, per ramp step, or per op and size class.
+func rowsOf(c *sweeps.CellRecord, env *sweeps.Environment, opt Options) []row {
 	w := c.Workload
 	if c.Result != nil {
 		w = c.Result.Workload
 	}
+	ops := w.Ops()
+	if opt.Steps {
+		if c.Status != sweeps.StatusDone || c.Result == nil {
+			return nil
+		}
+		r := row{rec: c, w: w, env: env}
+		if len(ops) == 1 {
+			r.op = ops[0]
+		}
+		var rows []row
+		for i := range c.Result.Steps {
+			s := r
+			s.step = &c.Result.Steps[i]
+			rows = append(rows, s)
+		}
+		return rows
+	}
 	var rows []row
-	for _, op := range w.Ops() {
-		r := row{rec: c, w: w, op: op}
+	for _, op := range ops {
+		r := row{rec: c, w: w, op: op, env: env}
 		if c.Status == sweeps.StatusDone && c.Result != nil {
 			r.o = c.Result.Ops[op]
 		}
-		if !series {
+		switch {
+		case opt.Series && r.o != nil:
+			for i := range r.o.Series {
+				s := r
+				s.sec = &r.o.Series[i]
+				rows = append(rows, s)
+			}
+		case opt.Sizes && r.o != nil:
+			for i := range r.o.Sizes {
+				s := r
+				s.size = &r.o.Sizes[i]
+				rows = append(rows, s)
+			}
+		case !opt.Series && !opt.Sizes:
 			rows = append(rows, r)
-			continue
-		}
-		if r.o == nil {
-			continue
-		}
-		for i := range r.o.Series {
-			s := r
-			s.sec = &r.o.Series[i]
-			rows = append(rows, s)
 		}
 	}
 	return rows

@@ -236,17 +236,7 @@ func writeFailedRun(t *testing.T) {
 			os.RemoveAll(filepath.Join(failedRun, d))
 		}
 	}()
-	src := readRun(t, sampleDir).Cells["valkey-9.1.2/GET/16MiB/r1"]
-	if src == nil {
-		t.Fatal("the sample lost valkey-9.1.2/GET/16MiB/r1")
-	}
-	clone := func(id, key string, index int) *sweeps.CellRecord {
-		b, _ := json.Marshal(src)
-		var c sweeps.CellRecord
-		json.Unmarshal(b, &c)
-		c.CellID, c.Key, c.Index = id, key, index
-		return &c
-	}
+	clone := sampleCloner(t)
 	done := clone("valkey-9.1.2/GET/16MiB/r1", "GET/16MiB", 0)
 	done.Result.Schema = lab.SchemaVersion
 
@@ -269,6 +259,28 @@ func writeFailedRun(t *testing.T) {
 		if err := st.WriteCell(c); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// sampleCloner makes copies of a measured record of the sample under
+// other cell IDs.
+func sampleCloner(t *testing.T) func(id, key string, index int) *sweeps.CellRecord {
+	t.Helper()
+	src := readRun(t, sampleDir).Cells["valkey-9.1.2/GET/16MiB/r1"]
+	if src == nil {
+		t.Fatal("the sample lost valkey-9.1.2/GET/16MiB/r1")
+	}
+	b, err := json.Marshal(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(id, key string, index int) *sweeps.CellRecord {
+		var c sweeps.CellRecord
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		c.CellID, c.Key, c.Index = id, key, index
+		return &c
 	}
 }
 
@@ -319,14 +331,16 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
 
-// Every value a column gives is of its kind, on every row of both runs.
+// Every value a column gives is of its kind, on every row of every view
+// of the three runs.
 func TestColumnKinds(t *testing.T) {
-	for _, dir := range []string{sampleDir, failedRun} {
+	paced, _, _ := pacedRun(t)
+	for _, dir := range []string{sampleDir, failedRun, paced} {
 		run := readRun(t, dir)
-		for _, series := range []bool{false, true} {
+		for _, opt := range views {
 			for _, c := range run.Current() {
-				for _, r := range rowsOf(c, series) {
-					for _, col := range columnsOf(series) {
+				for _, r := range rowsOf(c, run.Env, opt) {
+					for _, col := range columnsOf(opt) {
 						v := col.get(&r)
 						var ok bool
 						switch v.(type) {
@@ -349,14 +363,19 @@ func TestColumnKinds(t *testing.T) {
 			}
 		}
 	}
-	seen := map[string]bool{}
-	for _, c := range Columns(false) {
-		if seen[c.Name] {
-			t.Errorf("column %s twice", c.Name)
+	for _, opt := range views {
+		seen := map[string]bool{}
+		for _, c := range Columns(opt) {
+			if seen[c.Name] {
+				t.Errorf("%+v: column %s twice", opt, c.Name)
+			}
+			seen[c.Name] = true
 		}
-		seen[c.Name] = true
 	}
 }
+
+// views are the four row shapes.
+var views = []Options{{}, {Series: true}, {Steps: true}, {Sizes: true}}
 
 // docs/result-schema.md lists every column.
 func TestDocsListEveryColumn(t *testing.T) {
@@ -364,8 +383,8 @@ func TestDocsListEveryColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, series := range []bool{false, true} {
-		for _, c := range Columns(series) {
+	for _, opt := range views {
+		for _, c := range Columns(opt) {
 			if !strings.Contains(string(b), "`"+c.Name+"`") {
 				t.Errorf("docs/result-schema.md does not name the export column `%s`", c.Name)
 			}

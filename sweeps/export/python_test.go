@@ -17,6 +17,15 @@ func TestPythonReadsTheExports(t *testing.T) {
 		t.Fatalf("python3 missing (Debian python3): %v", err)
 	}
 	run := readRun(t, sampleDir)
+	paced, _, _ := pacedRun(t)
+	pacedSeconds := 0
+	for _, c := range readRun(t, paced).Cells {
+		if c.Result != nil {
+			for _, o := range c.Result.Ops {
+				pacedSeconds += len(o.Series)
+			}
+		}
+	}
 	series := 0
 	for _, c := range run.Cells {
 		for _, o := range c.Result.Ops {
@@ -35,13 +44,20 @@ func TestPythonReadsTheExports(t *testing.T) {
 		{"sample series ndjson", sampleDir, Options{Format: NDJSON, Series: true}, series},
 		{"failed cells csv", failedRun, Options{Format: CSV}, 5},
 		{"failed cells ndjson", failedRun, Options{Format: NDJSON}, 5},
+		{"paced csv", paced, Options{Format: CSV}, 5},
+		{"paced ndjson", paced, Options{Format: NDJSON}, 5},
+		{"paced series csv", paced, Options{Format: CSV, Series: true}, pacedSeconds},
+		{"paced steps csv", paced, Options{Format: CSV, Steps: true}, 4},
+		{"paced steps ndjson", paced, Options{Format: NDJSON, Steps: true}, 4},
+		{"paced sizes csv", paced, Options{Format: CSV, Sizes: true}, 4},
+		{"paced sizes ndjson", paced, Options{Format: NDJSON, Sizes: true}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "export")
 			if err := os.WriteFile(f, export(t, readRun(t, tc.dir), tc.opt), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cols, _ := json.Marshal(Columns(tc.opt.Series))
+			cols, _ := json.Marshal(Columns(tc.opt))
 			out, err := exec.Command(py, filepath.Join("testdata", "check_rows.py"), string(tc.opt.Format), f, string(cols), itoa(tc.rows)).CombinedOutput()
 			if err != nil {
 				t.Errorf("python: %v\n%s", err, out)

@@ -86,7 +86,10 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// HostMemAvailable reads MemAvailable from /proc/meminfo, in bytes.
+// HostMemAvailable reads MemAvailable from /proc/meminfo, in bytes. It is
+// lab's one kernel read and stays here rather than in infra/kernel because
+// lab imports nothing above it; it only guards a prefill against the host's
+// memory, so it has no fixture root.
 func HostMemAvailable() (int64, error) {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {

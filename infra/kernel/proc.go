@@ -226,3 +226,31 @@ func (f FS) Identity(pid int) (Identity, error) {
 	}
 	return Identity{Exe: exe, StartTicks: st.StartTicks}, nil
 }
+
+// InNetns lists the processes whose network namespace (/proc/<pid>/ns/net)
+// is the namespace file nsPath, a path outside the root such as a bind mount
+// under /run/netns. Processes that end while being looked at are left out.
+func (f FS) InNetns(nsPath string) ([]int, error) {
+	target, err := os.Stat(nsPath)
+	if err != nil {
+		return nil, fmt.Errorf("processes in netns %s: %w", nsPath, err)
+	}
+	names, err := f.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("processes in netns %s: %w", nsPath, err)
+	}
+	var pids []int
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		// Stat follows the ns/net link to the namespace's inode, the
+		// identity a bind mount of the same namespace shares.
+		if st, err := f.Stat(procPath(pid, "ns", "net")); err == nil && os.SameFile(st, target) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
+}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -354,24 +355,12 @@ func remove(name string) error {
 // killInside SIGKILLs every process whose network namespace is name's, so
 // the namespace (and its veth) really goes away when unmounted.
 func killInside(name string) {
-	var target syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(RunDir, name), &target); err != nil {
-		return
-	}
-	ents, err := os.ReadDir("/proc")
+	pids, err := kernel.FS{}.InNetns(filepath.Join(RunDir, name))
 	if err != nil {
 		return
 	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) != nil {
-			continue
-		}
-		if st.Ino == target.Ino && st.Dev == target.Dev {
+	for _, pid := range pids {
+		if pid != os.Getpid() {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Addresses of the pair, from the benchmarking range (RFC 2544).
@@ -244,6 +245,9 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 // happens on a locked thread that goes back to its namespace, or is thrown
 // away.
 func createNamed(name string) (netns.NsHandle, error) {
+	if err := shareRunDir(); err != nil {
+		return netns.None(), err
+	}
 	type result struct {
 		h   netns.NsHandle
 		err error
@@ -275,6 +279,30 @@ func createNamed(name string) (netns.NsHandle, error) {
 	}()
 	r := <-rc
 	return r.h, r.err
+}
+
+// shareRunDir makes RunDir a shared mount point of its own, as `ip netns
+// add` does on first use, before a namespace is mounted in it. Were ip to do
+// it later, its recursive bind would mount every namespace there twice, one
+// copy out of reach of any path, and removing the file would fail with
+// EBUSY.
+func shareRunDir() error {
+	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return fmt.Errorf("netns up: %w", err)
+	}
+	for bound := false; ; bound = true {
+		err := unix.Mount("", RunDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) || bound {
+			return fmt.Errorf("netns up: share %s: %w", RunDir, err)
+		}
+		// EINVAL: not a mount point yet.
+		if err := unix.Mount(RunDir, RunDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("netns up: bind %s on itself: %w", RunDir, err)
+		}
+	}
 }
 
 // configure sets the address on the veth end and brings it and loopback

@@ -51,15 +51,21 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.Var(&w.Ramp, "ramp", "open loop in steps, one record with each step's figures and the knee; "+RampForms+"; the steps are the window (no -d)")
 	fs.Var(&w.Arrival, "arrival", "how paced requests are spread: "+ArrivalForms+" (default constant)")
 	fs.Var(&w.QueueLimit, "queue-limit", fmt.Sprintf("the longest a paced request may wait for its connection past its intended time (%s-%s, default %s); one that would wait longer is dropped and the rate called not sustainable", MinQueueLimit, fmtDur(MaxRequestTimeout), DefaultQueueLimit))
+	fs.Var(&w.Command, "command", "the command: "+CommandForms+"; mget and mset are closed loop with one value size, raw engine")
+	fs.IntVar(&w.KeysPerOp, "keys-per-op", 0, fmt.Sprintf("keys per mget or mset request, distinct, 1-%d (default %d); payload bytes are the sum of the values", MaxKeysPerOp, DefaultKeysPerOp))
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
 }
 
 // FinishFlags completes a workload read by BindFlags's flags where one
 // flag's default depends on another: a --ramp without -d runs for the
-// ramp's length, not for -d's default.
+// ramp's length, not for -d's default; --command's ratio is its own.
 func FinishFlags(fs *pflag.FlagSet, w *Workload) {
 	if !w.Ramp.IsZero() && !fs.Changed("duration") {
 		w.Duration = 0
+	}
+	// --command set without -r is -r 0:100, not -r's default 100:0.
+	if w.Command != "" && !fs.Changed("ratio") {
+		w.Ratio = Ratio{}
 	}
 }
 
@@ -105,6 +111,12 @@ func (w Workload) Args() []string {
 	}
 	if !w.Probe.IsZero() {
 		a = append(a, "--probe", w.Probe.String())
+	}
+	if w.Command != "" {
+		a = append(a, "--command", string(w.Command))
+	}
+	if w.KeysPerOp != 0 {
+		a = append(a, "--keys-per-op", strconv.Itoa(w.KeysPerOp))
 	}
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).

@@ -39,7 +39,7 @@ type rconn struct {
 	cmd      []byte // request header (GET command, or SET up to the value)
 	valHdr   [lab.ValueHeaderLen]byte
 	tail     [lab.ValueTrailerLen + 2]byte // value trailer and the closing CRLF
-	iov      [4]unix.Iovec
+	iov      []unix.Iovec                  // 4, or 4 per key of an MSET
 	iovLo    int
 	iovHi    int
 	sending  bool
@@ -62,6 +62,8 @@ type rconn struct {
 	vhdr     [lab.ValueHeaderLen]byte
 	vtail    [lab.ValueTrailerLen + 2]byte
 	dead     bool
+
+	m multiState // --command mget|mset (multikey.go)
 }
 
 // failAll retires every request in flight with one error kind.
@@ -95,7 +97,7 @@ func (c *rconn) close() {
 // connection is dead for the rest of the run.
 func (c *rconn) reconnect() {
 	c.close()
-	c.rlo, c.rhi, c.st, c.replyIn = 0, 0, stHeader, 0
+	c.rlo, c.rhi, c.st, c.replyIn, c.m.elems = 0, 0, stHeader, 0, 0
 	if !c.wk.issuing(c.wk.now()) || c.stopped {
 		c.dead = true
 		c.wk.dead++

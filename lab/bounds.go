@@ -269,7 +269,7 @@ var rules = []rule{
 	{"--command", true, func(w *Workload) string { return errMsg(w.Command.validate()) }},
 	{"--command", false, func(w *Workload) string {
 		switch {
-		case w.Command.reads() && w.Ratio.Sets > 0:
+		case w.Command.Reads() && w.Ratio.Sets > 0:
 			return msg("%s issues no SET, but -r %s asks for SETs; leave -r out", w.Command, w.Ratio)
 		case w.Command.writes() && w.Ratio.Gets > 0:
 			return msg("%s issues no GET, but -r %s asks for GETs; leave -r out", w.Command, w.Ratio)

@@ -34,8 +34,8 @@ func (c Command) validate() error {
 // Multi says whether the command names several keys per request.
 func (c Command) Multi() bool { return c == CommandMGet || c == CommandMSet }
 
-// reads says whether the command reads (get, mget); writes, set and mset.
-func (c Command) reads() bool  { return c == CommandGet || c == CommandMGet }
+// Reads says whether the command reads (get, mget); writes, set and mset.
+func (c Command) Reads() bool  { return c == CommandGet || c == CommandMGet }
 func (c Command) writes() bool { return c == CommandSet || c == CommandMSet }
 
 func (c *Command) Set(s string) error {

@@ -49,7 +49,7 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 		fmt.Fprint(tw, lab.PercentileName(p)+"\t")
 	}
 	fmt.Fprintln(tw, "max\tmean\tTTFB p99\terrors\t")
-	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+	for _, op := range lab.AllOps {
 		o, found := r.Ops[op]
 		if !found {
 			continue

@@ -42,7 +42,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	w.Duration = def.Duration
 	fs.VarP(&w.Duration, "duration", "d", fmt.Sprintf("measured window (at most %s, and threads x seconds at most %d: each keeps ~2 KiB of per-second series)", fmtDur(MaxDuration), MaxThreadSeconds))
 	w.RequestTimeout = def.RequestTimeout
-	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received, at most "+fmtDur(MaxRequestTimeout)+"; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
+	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received (pipelined, from when the reply ahead of it ended, if later), at most "+fmtDur(MaxRequestTimeout)+"; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
 	w.Verify = def.Verify
 	fs.Var(&w.Verify, "verify", "GET reply check: none (length only), header (length, value header and trailer of every reply), full (every byte)")
 	fs.Uint64Var(&w.Seed, "seed", 1, "seed for key choice and operation mix")

@@ -181,7 +181,7 @@ func (e *engine) collect(res *lab.Result) {
 		res.Abandoned += wk.abandoned
 	}
 	if res.Abandoned > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d requests were still in flight when the run ended and are not counted", res.Abandoned))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d requests were cut off unanswered (in flight when the run ended, or queued behind a timed-out request on its connection) and are not counted", res.Abandoned))
 	}
 
 	// Client cost over the window.

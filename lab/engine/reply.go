@@ -238,5 +238,6 @@ func (c *rconn) complete(kind errIdx, miss bool) {
 	c.qLen--
 	in := c.replyIn
 	c.replyIn = 0
+	c.headSince = c.lastRead
 	c.wk.record(&r, kind, miss, c.lastRead, in)
 }

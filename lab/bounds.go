@@ -30,6 +30,13 @@ const (
 	MaxThreadSeconds = 1 << 19
 )
 
+// MaxKeysPerOp bounds --keys-per-op; the raw engine keeps the id of every
+// key of the requests in flight (4 bytes each, MaxKeysInFlight in all).
+const (
+	MaxKeysPerOp    = 1024
+	MaxKeysInFlight = 1 << 20
+)
+
 // FieldError names the field (as its flag) that is wrong and why.
 type FieldError struct {
 	Field string
@@ -255,6 +262,50 @@ var rules = []rule{
 			return msg("valkey-go has no --probe (it cannot keep the probe's connections apart); use the raw engine")
 		case w.OpenLoop() && w.Pipeline > 1:
 			return msg("valkey-go paces one request per connection at a time: with -P %d its requests would queue per pipeline slot, not per connection; use the raw engine or -P 1", w.Pipeline)
+		}
+		return ""
+	}},
+	// Commands (issue 14): one command, and keys per request.
+	{"--command", true, func(w *Workload) string { return errMsg(w.Command.validate()) }},
+	{"--command", false, func(w *Workload) string {
+		switch {
+		case w.Command.Reads() && w.Ratio.Sets > 0:
+			return msg("%s issues no SET, but -r %s asks for SETs; leave -r out", w.Command, w.Ratio)
+		case w.Command.writes() && w.Ratio.Gets > 0:
+			return msg("%s issues no GET, but -r %s asks for GETs; leave -r out", w.Command, w.Ratio)
+		case !w.Command.Multi():
+			return ""
+		case w.Engine == EngineValkeyGo:
+			return msg("%s: the valkey-go engine sends GET and SET only; use the raw engine", w.Command)
+		case w.OpenLoop():
+			return msg("%s is closed loop only: --rate and --ramp pace single-key requests", w.Command)
+		case !w.Probe.IsZero():
+			return msg("%s is refused beside --probe; run the probe with get or set", w.Command)
+		}
+		if _, one := w.ValueSz.Single(); !one && !w.ValueSz.IsZero() {
+			return msg("%s takes one value size, not the mix %s: its per-size figures are per key, its requests carry several", w.Command, w.ValueSz)
+		}
+		return ""
+	}},
+	{"--keys-per-op", true, func(w *Workload) string {
+		if w.KeysPerOp < 0 || w.KeysPerOp > MaxKeysPerOp {
+			return msg("%d keys per request: use 1-%d", w.KeysPerOp, MaxKeysPerOp)
+		}
+		return ""
+	}},
+	{"--keys-per-op", false, func(w *Workload) string {
+		n := w.KeysPerOp
+		switch {
+		case n == 0:
+			return ""
+		case !w.Command.Multi():
+			return msg("%d keys per request needs --command mget or mset", n)
+		case n > w.Keyspace:
+			return msg("the %d keys of one request are distinct, but -n is %d; use -n %d or more", n, w.Keyspace, n)
+		case w.Connections*w.Pipeline*n > MaxKeysInFlight:
+			return msg("%d connections x %d in flight x %d keys is more than %d keys in flight; lower -c, -P or --keys-per-op", w.Connections, w.Pipeline, n, MaxKeysInFlight)
+		case int64(n)*int64(w.ValueSz.Max()) > int64(MaxValueSize):
+			return msg("%d values of %s in one request is more than %s", n, w.ValueSz.Max(), MaxValueSize)
 		}
 		return ""
 	}},

@@ -43,7 +43,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	w.Duration = def.Duration
 	fs.VarP(&w.Duration, "duration", "d", fmt.Sprintf("measured window (at most %s, and threads x seconds at most %d: each keeps ~2 KiB of per-second series)", fmtDur(MaxDuration), MaxThreadSeconds))
 	w.RequestTimeout = def.RequestTimeout
-	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received, at most "+fmtDur(MaxRequestTimeout)+"; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
+	fs.Var(&w.RequestTimeout, "request-timeout", "one request's limit from first byte sent to last byte received (pipelined, from when the reply ahead of it ended, if later), at most "+fmtDur(MaxRequestTimeout)+"; the default covers a 64 MiB value on a link shared by 32 connections down to ~300 Mbit/s")
 	w.Verify = def.Verify
 	fs.Var(&w.Verify, "verify", "GET reply check: none (length only), header (length, value header and trailer of every reply), full (every byte)")
 	fs.Uint64Var(&w.Seed, "seed", 1, "seed for key choice and operation mix")
@@ -56,6 +56,8 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	// something is paced (a closed-loop record has no queue limit); the
 	// help shows the default a paced run gets.
 	fs.Lookup("queue-limit").DefValue = Duration(DefaultQueueLimit).String()
+	fs.Var(&w.Command, "command", "the command: "+CommandForms+"; mget and mset are closed loop with one value size, raw engine")
+	fs.IntVar(&w.KeysPerOp, "keys-per-op", 0, fmt.Sprintf("keys per mget or mset request, distinct, 1-%d (default %d); payload bytes are the sum of the values", MaxKeysPerOp, DefaultKeysPerOp))
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
 }
 
@@ -65,16 +67,21 @@ const PasswordEnv = "LINERATE_PASSWORD"
 
 // positiveFlags are the flags whose zero, typed on the command line, is a
 // mistake, not "the default".
-var positiveFlags = []string{"value-size", "duration", "connections", "pipeline", "threads", "keyspace", "key-size", "request-timeout"}
+var positiveFlags = []string{"value-size", "duration", "connections", "pipeline", "threads", "keyspace", "key-size", "request-timeout", "keys-per-op"}
 
 // FinishFlags completes a workload read by BindFlags's flags where one
 // flag's default depends on another (a --ramp without -d runs for the
-// ramp's length, not for -d's default; no -a takes PasswordEnv), and
+// ramp's length, not for -d's default; --command's ratio is its own; no
+// -a takes PasswordEnv), and
 // refuses what the flags' own parsers cannot see: a typed zero, a
 // keyspace that looks like a request count.
 func FinishFlags(fs *pflag.FlagSet, w *Workload) error {
 	if !w.Ramp.IsZero() && !fs.Changed("duration") {
 		w.Duration = 0
+	}
+	// --command set without -r is -r 0:100, not -r's default 100:0.
+	if w.Command != "" && !fs.Changed("ratio") {
+		w.Ratio = Ratio{}
 	}
 	for _, name := range positiveFlags {
 		if f := fs.Lookup(name); fs.Changed(name) && (f.Value.String() == "0" || f.Value.String() == "0s" || f.Value.String() == "0B") {
@@ -151,6 +158,12 @@ func (w Workload) Args() []string {
 	}
 	if !w.Probe.IsZero() {
 		a = append(a, "--probe", w.Probe.String())
+	}
+	if w.Command != "" {
+		a = append(a, "--command", string(w.Command))
+	}
+	if w.KeysPerOp != 0 {
+		a = append(a, "--keys-per-op", strconv.Itoa(w.KeysPerOp))
 	}
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).

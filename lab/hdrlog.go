@@ -195,11 +195,11 @@ const (
 )
 
 // HDRFiles renders every HdrHistogram file a record supports, ops in
-// GET, SET order: an op with no completed request has none, and a record
+// lab.AllOps order: an op with no completed request has none, and a record
 // without per-second histograms has no interval logs.
 func HDRFiles(r *Result) ([]HDRFile, error) {
 	var out []HDRFile
-	for _, op := range []Op{OpGet, OpSet} {
+	for _, op := range AllOps {
 		o := r.Ops[op]
 		if o == nil || o.Latency.Count == 0 || o.Latency.Histogram == "" {
 			continue

@@ -123,7 +123,7 @@ func addPhase(into map[Phase]*PhaseTotals, ph Phase, t *PhaseTotals) {
 // seconds are aligned on winStart (the merged window's start): a part's
 // second i is the merged second i minus its whole seconds of lead.
 func mergeOps(out *Result, parts []Part, winStart time.Time) error {
-	for _, op := range []Op{OpGet, OpSet} {
+	for _, op := range AllOps {
 		var mine []*OpResult
 		var leads []int
 		for _, p := range parts {

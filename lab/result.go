@@ -40,8 +40,10 @@ type Result struct {
 	Phases map[Phase]*PhaseTotals `json:"phases"`
 
 	Errors map[ErrorKind]uint64 `json:"errors"` // every phase of the run
-	// Abandoned counts requests still in flight when the run ended (drain
-	// deadline or Ctrl-C); they are neither throughput nor server errors.
+	// Abandoned counts requests cut off unanswered: still in flight when
+	// the run ended (drain deadline or Ctrl-C), or queued behind a request
+	// that timed out on the connection that was reset for it; they are
+	// neither throughput nor errors.
 	Abandoned uint64      `json:"abandoned"`
 	Engine    EngineInfo  `json:"engine"`
 	Client    ClientUsage `json:"client"`

@@ -50,6 +50,12 @@ type Workload struct {
 	// the record says the offered rate was not sustainable.
 	QueueLimit Duration `json:"queue_limit,omitempty"`
 	Probe      Probe    `json:"probe,omitzero"` // --probe SIZE@RATE
+
+	// Commands (issue 14): the command issued and, for mget and mset, the
+	// keys of each request. Zero is the -r mix of GET and SET, left out
+	// of the JSON as the open-loop fields are.
+	Command   Command `json:"command,omitempty"`
+	KeysPerOp int     `json:"keys_per_op,omitempty"`
 }
 
 // DefaultQueueLimit is --queue-limit's default: a second of queue is far
@@ -118,6 +124,12 @@ func (w Workload) Resolve() Workload {
 	}
 	if r.Ratio == (Ratio{}) {
 		r.Ratio = Ratio{Gets: 100}
+		if r.Command.writes() {
+			r.Ratio = Ratio{Sets: 100}
+		}
+	}
+	if r.Command.Multi() && r.KeysPerOp == 0 {
+		r.KeysPerOp = DefaultKeysPerOp
 	}
 	if r.KeyDist.Kind == "" {
 		r.KeyDist.Kind = keys.Uniform
@@ -151,6 +163,12 @@ func (w Workload) Resolve() Workload {
 
 // Ops lists the operations this mix issues, in record order.
 func (w Workload) Ops() []Op {
+	switch w.Command {
+	case CommandMGet:
+		return []Op{OpMGet}
+	case CommandMSet:
+		return []Op{OpMSet}
+	}
 	var ops []Op
 	if w.Ratio.Gets > 0 {
 		ops = append(ops, OpGet)

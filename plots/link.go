@@ -26,11 +26,9 @@ func (c *Campaign) linkCeiling(g *Group) (float64, string) {
 		return 0, ""
 	}
 	y := l.MaxGbps()
-	switch {
-	case strings.HasPrefix(g.Op, string(lab.OpGet)):
-		y = l.Ceiling(lab.OpGet)
-	case strings.HasPrefix(g.Op, string(lab.OpSet)):
-		y = l.Ceiling(lab.OpSet)
+	// MGET moves data as GET does, MSET as SET; a mix keeps the higher.
+	if op := lab.Op(g.Op).Base(); op == lab.OpGet || op == lab.OpSet {
+		y = l.Ceiling(op)
 	}
 	if y <= 0 {
 		return 0, ""

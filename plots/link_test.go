@@ -82,3 +82,14 @@ func TestCalibratedLink(t *testing.T) {
 		}
 	}
 }
+
+// MGET and MSET charts draw the link of the direction they move data in,
+// as GET and SET charts do; a mix draws the higher.
+func TestLinkOfMultiKeyGroups(t *testing.T) {
+	c := &Campaign{Link: &sweeps.Link{Connections: 32, GET: sweeps.LinkDirection{Gbps: 187.5}, SET: sweeps.LinkDirection{Gbps: 171.25}}}
+	for op, want := range map[string]float64{"GET": 187.5, "MGET": 187.5, "SET": 171.25, "MSET": 171.25, "mix70-30": 187.5} {
+		if y, _ := c.linkCeiling(&Group{Op: op}); y != want {
+			t.Errorf("%s: link %v, want %v", op, y, want)
+		}
+	}
+}

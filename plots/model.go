@@ -369,8 +369,12 @@ func opRank(op string) int {
 		return 0
 	case string(lab.OpSet):
 		return 1
+	case string(lab.OpMGet):
+		return 2
+	case string(lab.OpMSet):
+		return 3
 	}
-	return 2
+	return 4
 }
 
 // DefaultPercentiles are the latency percentiles charted and tabulated

@@ -319,7 +319,7 @@ func mixGroups(c *Campaign) []*mixGroup {
 		if r.Status != sweeps.StatusDone || r.Result == nil {
 			continue
 		}
-		for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+		for _, op := range lab.AllOps {
 			if o := r.Result.Ops[op]; o != nil && len(o.Sizes) > 0 {
 				k := gk{r.Key, op}
 				if recs[k] == nil {

@@ -117,7 +117,7 @@ var axisDefs = []axisDef{
 			return nil, fmt.Errorf("%q: use auto (prefill cells that GET), true or false", n.Value)
 		},
 		apply: func(w *lab.Workload, v any) {
-			w.Prefill = v.(Prefill) == PrefillYes || (v.(Prefill) == PrefillAuto && w.Ratio.Gets > 0)
+			w.Prefill = v.(Prefill) == PrefillYes || (v.(Prefill) == PrefillAuto && (w.Ratio.Gets > 0 || w.Command.Reads()))
 		},
 		format: func(v any) string { return string(v.(Prefill)) },
 		segment: func(v any) string {
@@ -164,6 +164,19 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.Probe = v.(lab.Probe) },
 		format:  func(v any) string { return v.(lab.Probe).String() },
 		segment: func(v any) string { return "probe" + v.(lab.Probe).String() }},
+	// Commands (issue 14), after the open-loop axes for the same reason.
+	// A command has no segment of its own: mget and mset name the op
+	// segment (MGET, MSET), get and set are the ratio's GET and SET.
+	{name: "command",
+		parse: func(n *yaml.Node) (any, error) {
+			var c lab.Command
+			err := c.Set(n.Value)
+			return c, err
+		},
+		apply:   func(w *lab.Workload, v any) { w.Command = v.(lab.Command) },
+		format:  func(v any) string { return string(v.(lab.Command)) },
+		segment: func(v any) string { return "" }},
+	intAxis("keys-per-op", "keys", func(w *lab.Workload, v int) { w.KeysPerOp = v }),
 }
 
 // SizeSegment names a value size in cell IDs: one size as it always was

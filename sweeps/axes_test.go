@@ -37,6 +37,8 @@ func TestCampaignAndFlagsShareBounds(t *testing.T) {
 		{"arrival", "bursty", []string{"--arrival", "bursty"}},
 		{"queue-limit", "2h", []string{"--queue-limit", "2h"}},
 		{"probe", "100B@0", []string{"--probe", "100B@0"}},
+		{"command", "hgetall", []string{"--command", "hgetall"}},
+		{"keys-per-op", "2000", []string{"--keys-per-op", "2000"}},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			var w lab.Workload

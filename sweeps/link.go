@@ -283,7 +283,7 @@ func (l *Link) Ceiling(op lab.Op) float64 {
 	switch {
 	case l == nil:
 		return 0
-	case op == lab.OpSet:
+	case op.Base() == lab.OpSet: // MSET moves data as SET does
 		return l.SET.Gbps
 	}
 	return l.GET.Gbps

@@ -123,7 +123,7 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 				}
 				def.apply(&wc.w, v)
 				wc.vals[def.name] = def.format(v)
-				if def.name == "ratio" || def.name == "value-size" || len(a.Values) > 1 {
+				if def.name == "ratio" || def.name == "value-size" || (len(a.Values) > 1 && def.segment(v) != "") {
 					wc.segs = append(wc.segs, def.segment(v))
 				}
 				next = append(next, wc)
@@ -133,7 +133,9 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 	}
 	for i := range out {
 		wc := &out[i]
-		if _, ok := axes["prefill"]; !ok {
+		// auto is read once every axis is applied: --command comes after
+		// prefill in axisDefs and decides whether a cell GETs.
+		if v, ok := wc.vals["prefill"]; !ok || v == string(PrefillAuto) {
 			axisByName["prefill"].apply(&wc.w, PrefillAuto)
 		}
 		// The op and size segments are always there, defaults included.
@@ -143,6 +145,9 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 		}
 		if _, ok := axes["value-size"]; !ok {
 			wc.segs = append(wc.segs[:1], append([]string{SizeSegment(r.ValueSz)}, wc.segs[1:]...)...)
+		}
+		if r.Command.Multi() { // the op segment: MGET or MSET, not GET or SET
+			wc.segs[0] = string(r.Ops()[0])
 		}
 		threads := wc.w.Threads
 		wc.w = r

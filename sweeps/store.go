@@ -307,7 +307,7 @@ func WriteHDRFiles(dir, base string, r *lab.Result) ([]string, error) {
 		written[p] = true
 		paths = append(paths, p)
 	}
-	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+	for _, op := range lab.AllOps {
 		for _, ext := range []string{lab.HgrmExt, lab.HlogExt} {
 			p := filepath.Join(dir, base+"."+string(op)+ext)
 			if written[p] {

@@ -39,8 +39,9 @@ func (e *engine) collect(res *lab.Result) {
 
 	var totalOps, totalPayload uint64
 	secHist := lab.NewHistogram() // reused for every second
-	for opi, op := range opNames {
-		if (op == lab.OpGet && w.Ratio.Gets == 0) || (op == lab.OpSet && w.Ratio.Sets == 0) {
+	for opi := range opNames {
+		op := e.opName(phMeasure, opi)
+		if (op.Base() == lab.OpGet && w.Ratio.Gets == 0) || (op.Base() == lab.OpSet && w.Ratio.Sets == 0) {
 			continue
 		}
 		lat := lab.NewHistogram()
@@ -131,7 +132,7 @@ func (e *engine) collect(res *lab.Result) {
 			or.Service = &s
 		}
 		or.Sizes = e.collectSizes(opi, window)
-		if op == lab.OpGet && e.loop == nil { // valkey-go does not show the first reply byte
+		if op.Base() == lab.OpGet && e.loop == nil { // valkey-go does not show the first reply byte
 			s, err := lab.Summarize(ttfb)
 			if err != nil {
 				res.Notes = append(res.Notes, err.Error())
@@ -160,7 +161,7 @@ func (e *engine) collect(res *lab.Result) {
 			ps := &wk.phases[pi]
 			for op, n := range ps.ops {
 				if n > 0 {
-					pt.Ops[opNames[op]] += n
+					pt.Ops[e.opName(pi, op)] += n
 					any = true
 				}
 			}
@@ -180,7 +181,7 @@ func (e *engine) collect(res *lab.Result) {
 		res.Abandoned += wk.abandoned
 	}
 	if res.Abandoned > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d requests were still in flight when the run ended and are not counted", res.Abandoned))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d requests were cut off unanswered (in flight when the run ended, or queued behind a timed-out request on its connection) and are not counted", res.Abandoned))
 	}
 
 	// Client cost over the window.

@@ -39,7 +39,7 @@ type rconn struct {
 	cmd      []byte // request header (GET command, or SET up to the value)
 	valHdr   [lab.ValueHeaderLen]byte
 	tail     [lab.ValueTrailerLen + 2]byte // value trailer and the closing CRLF
-	iov      [4]unix.Iovec
+	iov      []unix.Iovec                  // 4, or 4 per key of an MSET
 	iovLo    int
 	iovHi    int
 	sending  bool
@@ -55,13 +55,18 @@ type rconn struct {
 	rlo, rhi int
 	st       recvState
 	lastRead int64
-	valLen   int64 // bulk length of the reply being read
-	pos      int64 // bytes of value+CRLF consumed
-	replyIn  uint64
-	failKind errIdx
-	vhdr     [lab.ValueHeaderLen]byte
-	vtail    [lab.ValueTrailerLen + 2]byte
-	dead     bool
+	// headSince is when the last reply ended: the head request's timeout
+	// runs from then if it was sent before (timeout.go).
+	headSince int64
+	valLen    int64 // bulk length of the reply being read
+	pos       int64 // bytes of value+CRLF consumed
+	replyIn   uint64
+	failKind  errIdx
+	vhdr      [lab.ValueHeaderLen]byte
+	vtail     [lab.ValueTrailerLen + 2]byte
+	dead      bool
+
+	m multiState // --command mget|mset (multikey.go)
 }
 
 // failAll retires every request in flight with one error kind.
@@ -95,7 +100,7 @@ func (c *rconn) close() {
 // connection is dead for the rest of the run.
 func (c *rconn) reconnect() {
 	c.close()
-	c.rlo, c.rhi, c.st, c.replyIn = 0, 0, stHeader, 0
+	c.rlo, c.rhi, c.st, c.replyIn, c.m.elems, c.headSince = 0, 0, stHeader, 0, 0, 0
 	if !c.wk.issuing(c.wk.now()) || c.stopped {
 		c.dead = true
 		c.wk.dead++

@@ -53,7 +53,10 @@ func (c *rconn) issue(t int64) {
 	if r.intended, r.paced = c.started(); r.paced {
 		c.wk.issuedPaced(r.intended, t, c.probe)
 	}
-	if op == opGet {
+	idx := (c.qHead + c.qLen) % len(c.q)
+	if c.m.n > 0 && !c.wk.sched.prefillMode { // the prefill writes one key a SET
+		c.issueMulti(&r, idx)
+	} else if op == opGet {
 		c.cmd = appendGet(c.cmd[:0], key, w.KeySize)
 		rawsock.SetIov(&c.iov[0], c.cmd)
 		c.iovLo, c.iovHi = 0, 1
@@ -83,7 +86,6 @@ func (c *rconn) issue(t int64) {
 	}
 	c.sendLeft = int(r.wireOut)
 	c.sending = true
-	idx := (c.qHead + c.qLen) % len(c.q)
 	c.q[idx] = r
 	c.qLen++
 }
@@ -91,7 +93,7 @@ func (c *rconn) issue(t int64) {
 // flush writes as much of the current request as the socket takes.
 func (c *rconn) flush(t int64) error {
 	for c.sending {
-		n, err := rawsock.Writev(c.fd, c.iov[c.iovLo:c.iovHi])
+		n, err := rawsock.Writev(c.fd, c.iov[c.iovLo:min(c.iovHi, c.iovLo+maxIov)])
 		if err != nil {
 			if rawsock.IsAgain(err) {
 				return nil

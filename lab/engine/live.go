@@ -90,7 +90,7 @@ func (e *engine) live(phase lab.Phase, final bool) *lab.Live {
 	l := &lab.Live{At: time.Now(), Phase: phase, Server: e.serverName, Final: final}
 	for ph := range phaseOrder {
 		for op := range opNames {
-			c := lab.LiveCount{Phase: phaseOrder[ph], Op: opNames[op], Latency: make([]uint64, liveBuckets)}
+			c := lab.LiveCount{Phase: phaseOrder[ph], Op: e.opName(ph, op), Latency: make([]uint64, liveBuckets)}
 			var latNs, errN uint64
 			for _, wk := range e.workers {
 				cell := &wk.live[ph][op]

@@ -117,6 +117,8 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 		{"paced GET+SET of a mix", func(w *lab.Workload) {
 			w.Ratio, w.ValueSz, w.Rate = lab.Ratio{Gets: 3, Sets: 1}, mix, lab.Rate{PerSec: 6000}
 		}},
+		{"MGET of 4", func(w *lab.Workload) { w.Command, w.KeysPerOp = lab.CommandMGet, 4 }},
+		{"MSET of 4", func(w *lab.Workload) { w.Command, w.KeysPerOp, w.Ratio = lab.CommandMSet, 4, lab.Ratio{} }},
 		{"poisson ramp beside the probe", func(w *lab.Workload) {
 			w.Ramp = lab.Ramp{From: lab.Rate{PerSec: 3000}, To: lab.Rate{PerSec: 6000}, Steps: 2, Step: lab.Duration(time.Second)}
 			w.Arrival, w.Duration = lab.ArrivalPoisson, 0

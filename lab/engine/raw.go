@@ -83,6 +83,10 @@ func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn 
 		cmd:  make([]byte, 0, 64+2*e.w.KeySize),
 		q:    make([]req, depth),
 		rbuf: make([]byte, recvBufSize),
+		iov:  make([]unix.Iovec, 4),
+	}
+	if e.w.Command.Multi() && !c.probe {
+		c.initMulti(e.w.KeysPerOp, e.w.KeySize)
 	}
 	wk.conns = append(wk.conns, c)
 	e.choosers = append(e.choosers, &c.ch)

@@ -66,6 +66,7 @@ type req struct {
 	class    int16 // its size class in a mix; -1 for one size
 	paced    bool
 	probe    bool
+	multi    bool // an MGET or MSET: its keys are its connection's slotKeys
 }
 
 // record files one finished request under the phase it finished in. Only

@@ -144,6 +144,9 @@ func (c *rconn) process() error {
 // onHeader handles a reply line: simple replies complete here, bulk
 // replies switch to the payload state.
 func (c *rconn) onHeader(head *req, h resp.Header) error {
+	if head.multi && head.op == opGet {
+		return c.onMGetHeader(head, h)
+	}
 	prefilled := c.wk.w.Prefill
 	switch {
 	case h.Kind == resp.Error:
@@ -203,11 +206,19 @@ func (c *rconn) finishBulk(head *req) {
 		c.fail(fmt.Errorf("%w: bulk reply not closed by CRLF", resp.ErrMalformed))
 		return
 	}
+	key := head.key
+	if head.multi {
+		key = c.elemKey()
+	}
 	if kind == ok && c.wk.w.Verify != lab.VerifyNone && n >= lab.MinVerifiableSize {
 		l := c.pattern.Prefix(n)
-		if _, good := l.CheckEnds(c.vhdr[:], c.vtail[:lab.ValueTrailerLen], head.key); !good {
+		if _, good := l.CheckEnds(c.vhdr[:], c.vtail[:lab.ValueTrailerLen], key); !good {
 			kind = eBadContent
 		}
+	}
+	if head.multi {
+		c.elementDone(kind, false)
+		return
 	}
 	c.complete(kind, false)
 }
@@ -227,5 +238,6 @@ func (c *rconn) complete(kind errIdx, miss bool) {
 	c.qLen--
 	in := c.replyIn
 	c.replyIn = 0
+	c.headSince = c.lastRead
 	c.wk.record(&r, kind, miss, c.lastRead, in)
 }

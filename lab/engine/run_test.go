@@ -163,19 +163,8 @@ func TestVerifyCatchesTampering(t *testing.T) {
 	w.Keyspace, w.Duration = 4, lab.Duration(500*time.Millisecond)
 	w.Warmup = 0
 	rw := w.Resolve()
-	ctl, err := control.Dial(ctx, rw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	layout := lab.NewValueLayout(int64(rw.ValueSz.Max()), rw.Seed)
-	fill := func() {
-		for k := uint32(0); k < 4; k++ {
-			if err := ctl.Set(ctx, lab.KeyName(k, rw.KeySize), layout.Full(k, 0)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ctl, layout := dialLayout(t, rw)
+	fill := func() { writeKeys(t, ctl, layout, rw, 4) }
 	body := func() []byte { // right size, ends intact, one body byte wrong
 		v := layout.Full(2, 0)
 		v[len(v)/2] ^= 0xff

@@ -60,7 +60,7 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	warm := int64(w.Warmup)
 	end := warm + int64(w.Duration)
 	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
-	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + int64(w.RequestTimeout), seconds: secs}
+	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + drainFor(w.Pipeline, int64(w.RequestTimeout)), seconds: secs}
 	if !w.Probe.IsZero() {
 		s.idleStart, s.mainStart = warm/4, warm/2
 	}

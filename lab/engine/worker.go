@@ -247,9 +247,8 @@ func (w *worker) checkTimeouts(t int64) {
 		if c.dead || c.qLen == 0 {
 			continue
 		}
-		if t-c.q[c.qHead].issued > limit {
-			c.failAll(eTimeout, t)
-			c.reconnect()
+		if t-c.deadlineStart() > limit {
+			c.timeOut(t)
 		}
 	}
 }

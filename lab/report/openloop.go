@@ -19,7 +19,7 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 		}
 		fmt.Fprintf(out, "\nopen loop %s arrivals: offered %.1f/s, achieved %.1f/s; %d sent, %d late (> %s); %s\n",
 			ol.Arrival, ol.Offered, ol.Achieved, ol.Sent, ol.Late, lab.LateAfter, verdict)
-		for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+		for _, op := range lab.AllOps {
 			if o := r.Ops[op]; o != nil && o.Service != nil && o.Service.Count > 0 {
 				fmt.Fprintf(out, "          %s latency from the intended send p99 %s; service (from the real send) p50 %s p99 %s\n",
 					op, FormatUs(o.Latency.P99), FormatUs(o.Service.P50), FormatUs(o.Service.P99))
@@ -48,7 +48,7 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 			fmt.Fprintln(out, "knee      none: the server kept up with every step")
 		}
 	}
-	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+	for _, op := range lab.AllOps {
 		o := r.Ops[op]
 		if o == nil || len(o.Sizes) == 0 {
 			continue

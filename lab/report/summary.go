@@ -41,6 +41,9 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 	if len(w.CPUList) > 0 {
 		fmt.Fprintf(out, "  --cpu-list %s", w.CPUList)
 	}
+	if w.Command.Multi() { // an op is a request of that many keys
+		fmt.Fprintf(out, "  --command %s --keys-per-op %d", w.Command, w.KeysPerOp)
+	}
 	fmt.Fprintf(out, "\nwindow    %s measured of %s after %s warmup\n\n", r.Window.Measured.D().Round(1e6), r.Window.Requested, r.Window.Warmup)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -49,7 +52,7 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 		fmt.Fprint(tw, lab.PercentileName(p)+"\t")
 	}
 	fmt.Fprintln(tw, "max\tmean\tTTFB p99\terrors\t")
-	for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
+	for _, op := range lab.AllOps {
 		o, found := r.Ops[op]
 		if !found {
 			continue

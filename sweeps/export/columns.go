@@ -61,7 +61,7 @@ var prefixColumns = []column{
 	col("cell_id", String, "the cell (version/op/size/.../rN)", func(r *row) any { return str(r.rec.CellID) }),
 	col("cell_key", String, "the cell without version and repetition: the same for every version", func(r *row) any { return str(r.rec.Key) }),
 	col("rep", Int, "repetition, from 1", func(r *row) any { return int64(r.rec.Rep) }),
-	col("op", String, "GET or SET; empty on a step row of a mixed cell (a step holds every op)", func(r *row) any { return str(string(r.op)) }),
+	col("op", String, "GET or SET; MGET or MSET with --command; empty on a step row of a mixed cell (a step holds every op)", func(r *row) any { return str(string(r.op)) }),
 	col("value_size", Int, "value size, bytes; empty for a mix of sizes", func(r *row) any {
 		if s, one := r.w.ValueSz.Single(); one {
 			return int64(s)
@@ -86,6 +86,7 @@ var prefixColumns = []column{
 	col("seed", Int, "--seed", func(r *row) any { return r.w.Seed }),
 	col("engine", String, "--engine", func(r *row) any { return str(r.w.Engine) }),
 	col("user", String, "--user (ACL user); empty for none", func(r *row) any { return str(r.w.User) }),
+	col("keys_per_op", Int, "--keys-per-op: keys of each MGET or MSET (its ops are requests, its payload their values); empty for GET and SET", func(r *row) any { return positive(r.w.KeysPerOp) }),
 }
 
 // The cell × op export: outcome, figures, cost.

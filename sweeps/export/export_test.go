@@ -391,3 +391,32 @@ func TestDocsListEveryColumn(t *testing.T) {
 		}
 	}
 }
+
+// An MGET cell exports as rows of op MGET with its keys per request; a
+// GET cell's keys_per_op is empty.
+func TestMultiKeyRows(t *testing.T) {
+	run := readRun(t, sampleDir)
+	var id string
+	for cid, rec := range run.Cells {
+		if rec.Result != nil && rec.Result.Ops[lab.OpGet] != nil && len(rec.Result.Ops) == 1 {
+			id = cid
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("the sample has no GET cell")
+	}
+	rec := run.Cells[id]
+	w := rec.Result.Workload
+	w.Command, w.KeysPerOp = lab.CommandMGet, 10
+	rec.Result.Workload, rec.Workload = w, w
+	rec.Result.Ops = map[lab.Op]*lab.OpResult{lab.OpMGet: rec.Result.Ops[lab.OpGet]}
+	for _, r := range parseCSV(t, export(t, run, Options{Format: CSV})) {
+		switch {
+		case r["cell_id"] == id && (r["op"] != "MGET" || r["keys_per_op"] != "10" || r["gbps"] != csvValue(rec.Result.Ops[lab.OpMGet].Gbps)):
+			t.Errorf("MGET cell: op %q keys_per_op %q gbps %q", r["op"], r["keys_per_op"], r["gbps"])
+		case r["cell_id"] != id && r["keys_per_op"] != "":
+			t.Errorf("%s: keys_per_op %q, want empty", r["cell_id"], r["keys_per_op"])
+		}
+	}
+}

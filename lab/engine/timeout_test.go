@@ -1,0 +1,46 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/engine"
+)
+
+// --request-timeout is per request, not per pipeline: with -P 16 of 64 MiB
+// values against a server that answers each request of a connection in
+// turn, 600 ms after the one before (a 1 s timeout), no request times
+// out, though the 16th sent at the start waits 9.6 s behind the other 15,
+// and those in flight when the window closes each get their own time in
+// the drain (none is abandoned).
+func TestPipelinedRequestsEachHaveTheTimeout(t *testing.T) {
+	w := lab.Workload{Host: "127.0.0.1", Connections: 1, Pipeline: 16, Threads: 1, Keyspace: 16,
+		ValueSz: lab.OneSize(64 << 20), Verify: lab.VerifyHeader, Seed: 3,
+		Duration: lab.Duration(time.Second), RequestTimeout: lab.Duration(time.Second)}
+	w.Port = startSink(t, w, 600*time.Millisecond)
+	res, err := runErr(t, w)
+	if err != nil || len(res.Errors) != 0 || res.Abandoned != 0 {
+		t.Fatalf("errors %v, %d abandoned (%v): a request queued behind others ran out of their time", res.Errors, res.Abandoned, err)
+	}
+	var done uint64
+	for _, p := range res.Phases {
+		done += p.Ops[lab.OpGet]
+	}
+	if done < 16 {
+		t.Errorf("%d GETs completed, want at least the 16 sent at the start", done)
+	}
+}
+
+// runErr is a run that may end in failed requests.
+func runErr(t *testing.T, w lab.Workload) (*lab.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := engine.Run(ctx, w, engine.Options{})
+	if res == nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, err
+}

@@ -51,6 +51,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.Var(&w.Ramp, "ramp", "open loop in steps, one record with each step's figures and the knee; "+RampForms+"; the steps are the window (no -d)")
 	fs.Var(&w.Arrival, "arrival", "how paced requests are spread: "+ArrivalForms+" (default constant)")
 	fs.Var(&w.QueueLimit, "queue-limit", fmt.Sprintf("the longest a paced request may wait for its connection past its intended time (%s-%s, default %s); one that would wait longer is dropped and the rate called not sustainable", MinQueueLimit, fmtDur(MaxRequestTimeout), DefaultQueueLimit))
+	fs.BoolVar(&w.Cluster, "cluster", false, "-h/-p is one node of a cluster: read its slot map (CLUSTER SLOTS), spread connections and keys evenly over the primaries, follow MOVED and ASK (counted in the record)")
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
 }
 
@@ -105,6 +106,9 @@ func (w Workload) Args() []string {
 	}
 	if !w.Probe.IsZero() {
 		a = append(a, "--probe", w.Probe.String())
+	}
+	if w.Cluster {
+		a = append(a, "--cluster")
 	}
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).

@@ -50,6 +50,10 @@ type Workload struct {
 	// the record says the offered rate was not sustainable.
 	QueueLimit Duration `json:"queue_limit,omitempty"`
 	Probe      Probe    `json:"probe,omitzero"` // --probe SIZE@RATE
+
+	// Cluster: the address is one node of a Valkey/Redis Cluster; the raw
+	// engine reads the slot map from it and routes by slot (bench --cluster).
+	Cluster bool `json:"cluster,omitempty"`
 }
 
 // DefaultQueueLimit is --queue-limit's default: a second of queue is far

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/lab/cluster"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/resp"
@@ -68,7 +69,7 @@ func TestRanges(t *testing.T) {
 // A real cluster of 3: formed by Form, read back by ReadMap, one slot
 // moved with its keys by MoveSlot.
 func TestFormReadMove(t *testing.T) {
-	servers := labtest.StartCluster(t, labtest.Need(t, "redis-server"), 3)
+	servers := labtest.StartCluster(t, serverstest.Valkey(t).Server, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	conns := make([]*resp.Conn, len(servers))

@@ -107,7 +107,8 @@ func ReadMap(ctx context.Context, c *resp.Conn) (*Map, error) {
 
 // Form makes one cluster of empty cluster-enabled servers, nodes[i]
 // serving Ranges(len(nodes))[i]: each gets its own config epoch and its
-// slots (CLUSTER ADDSLOTSRANGE), every other node meets the first, and
+// slots (CLUSTER ADDSLOTSRANGE), every other node meets the first (at its
+// cluster-port when one is set), and
 // Form returns once every node reports cluster_state:ok and knows them
 // all, or fails when ctx ends first.
 func Form(ctx context.Context, nodes []*resp.Conn) error {
@@ -127,8 +128,17 @@ func Form(ctx context.Context, nodes []*resp.Conn) error {
 	if err != nil {
 		return fmt.Errorf("form cluster: first node %q: %w", nodes[0].Addr, err)
 	}
+	meet := []string{"CLUSTER", "MEET", host, port}
+	// A bus port other than port+10000 (cluster-port set) must be named.
+	cfg, err := nodes[0].Pairs(ctx, "CONFIG", "GET", "cluster-port")
+	if err != nil {
+		return fmt.Errorf("form cluster: %w", err)
+	}
+	if bus := cfg["cluster-port"]; bus != "" && bus != "0" {
+		meet = append(meet, bus)
+	}
 	for _, c := range nodes[1:] {
-		if _, err := c.Do(ctx, "CLUSTER", "MEET", host, port); err != nil {
+		if _, err := c.Do(ctx, meet...); err != nil {
 			return fmt.Errorf("form cluster: %w", err)
 		}
 	}

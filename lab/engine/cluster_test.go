@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/cluster"
 	"github.com/linerate/linerate/lab/engine"
@@ -68,7 +69,7 @@ func checkClean(t *testing.T, res *lab.Result, err error) {
 // its own keys (no redirect), every key was written to the node that
 // serves its slot, and the nodes hold even shares.
 func TestClusterGetSet(t *testing.T) {
-	servers := labtest.StartCluster(t, labtest.Need(t, "redis-server"), 3)
+	servers := labtest.StartCluster(t, serverstest.Valkey(t).Server, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w := clusterWorkload(servers[0].Port, time.Second)
@@ -95,7 +96,7 @@ func TestClusterGetSet(t *testing.T) {
 // sends the engine MOVED (and ASK while it migrates): each is followed at
 // the named node and counted, and no request fails.
 func TestClusterReshardMidRun(t *testing.T) {
-	servers := labtest.StartCluster(t, labtest.Need(t, "redis-server"), 3)
+	servers := labtest.StartCluster(t, serverstest.Valkey(t).Server, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conns := dialAll(t, ctx, servers)

@@ -286,7 +286,10 @@ func StartCluster(t testing.TB, bin string, n int) []*Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range servers {
-		servers[i] = StartServer(t, bin, "--cluster-enabled", "yes", "--cluster-node-timeout", "5000")
+		// The bus named: port+10000, its default, is refused past 55535.
+		servers[i] = StartServerWith(t, bin, nil, func(int) []string {
+			return []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", strconv.Itoa(FreePort(t))}
+		})
 		c, err := resp.Dial(ctx, servers[i].Addr, resp.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linerate/linerate/lab/cluster"
 )
 
 // Bounds on the workload, far above what a 200 Gbps campaign uses (the
@@ -254,6 +256,21 @@ var rules = []rule{
 		}
 		return ""
 	}},
+	{"--cluster", false, func(w *Workload) string {
+		switch {
+		case !w.Cluster:
+			return ""
+		case w.Engine != EngineRaw:
+			return msg("only the raw engine routes by slot; use --engine raw")
+		case !w.Probe.IsZero():
+			return msg("no --probe against a cluster yet (its keys are not dealt to the nodes)")
+		}
+		n := max(w.Keyspace, 1)
+		if lo := minKeySize(n) + ClusterKeyRoom; w.KeySize < lo {
+			return msg("--key-size %d leaves no room for the hash tag that places each of %d keys on its node; use %d-%d", w.KeySize, n, lo, MaxKeySize)
+		}
+		return ""
+	}},
 	{"--engine", false, func(w *Workload) string {
 		switch {
 		case w.Engine != EngineValkeyGo:
@@ -281,6 +298,9 @@ var rules = []rule{
 			return msg("%s is closed loop only: --rate and --ramp pace single-key requests", w.Command)
 		case !w.Probe.IsZero():
 			return msg("%s is refused beside --probe; run the probe with get or set", w.Command)
+		case w.Cluster:
+			// Its keys would span slots: a cluster answers CROSSSLOT.
+			return msg("%s is refused against a --cluster: a request's keys would span slots; use get or set", w.Command)
 		}
 		if _, one := w.ValueSz.Single(); !one && !w.ValueSz.IsZero() {
 			return msg("%s takes one value size, not the mix %s: its per-size figures are per key, its requests carry several", w.Command, w.ValueSz)
@@ -310,6 +330,10 @@ var rules = []rule{
 		return ""
 	}},
 }
+
+// ClusterKeyRoom is what a cluster's key names add: a hash tag of at
+// most cluster.MaxTagLen characters in braces.
+const ClusterKeyRoom = cluster.MaxTagLen + 2
 
 // MinQueueLimit is the shortest --queue-limit: a request counts as late
 // only after LateAfter, so a shorter queue would drop requests that are

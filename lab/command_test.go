@@ -20,7 +20,9 @@ func benchFlags(args ...string) (lab.Workload, error) {
 	if err := fs.Parse(args); err != nil {
 		return w, err
 	}
-	lab.FinishFlags(fs, &w)
+	if err := lab.FinishFlags(fs, &w); err != nil {
+		return w, err
+	}
 	r := w.Resolve()
 	return r, r.Validate()
 }
@@ -45,7 +47,7 @@ func TestCommandFlags(t *testing.T) {
 		{"--command mset -r 100:0", nil, 0, "--command", "leave -r out"},
 		{"--command set -r 1:1", nil, 0, "--command", "GET"},
 		{"--command hgetall", nil, 0, "command", "mget"},
-		{"--command mget --keys-per-op 0", []lab.Op{lab.OpMGet}, lab.DefaultKeysPerOp, "", ""},
+		{"--command mget --keys-per-op 0", nil, 0, "--keys-per-op", "positive"},
 		{"--command mget --keys-per-op 1025", nil, 0, "--keys-per-op", "1-1024"},
 		{"--command mget --keys-per-op -1", nil, 0, "--keys-per-op", "1-1024"},
 		{"--keys-per-op 4", nil, 0, "--keys-per-op", "--command mget or mset"},
@@ -57,6 +59,7 @@ func TestCommandFlags(t *testing.T) {
 		{"--command mget --rate 100", nil, 0, "--command", "closed loop"},
 		{"--command mget --probe 100B@100 --warmup 2s", nil, 0, "--command", "--probe"},
 		{"--command mget -s 1MiB:1,2MiB:1", nil, 0, "--command", "one value size"},
+		{"--command mget --cluster", nil, 0, "--command", "span slots"},
 		{"--command get --rate 100", []lab.Op{lab.OpGet}, 0, "", ""},
 	} {
 		w, err := benchFlags(strings.Fields(tc.args)...)

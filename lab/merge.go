@@ -103,6 +103,7 @@ func Merge(w Workload, parts []Part) (*Result, error) {
 		return nil, err
 	}
 	out.Client = mergeClients(parts, out)
+	out.Cluster = mergeCluster(parts)
 	return out, nil
 }
 
@@ -153,6 +154,7 @@ func mergeOps(out *Result, parts []Part, winStart time.Time) error {
 			m.Misses += o.Misses
 			m.Verify.Checked += o.Verify.Checked
 			m.Verify.Failed += o.Verify.Failed
+			m.Redirects = m.Redirects.add(o.Redirects)
 			for k, n := range o.Errors {
 				if m.Errors == nil {
 					m.Errors = map[ErrorKind]uint64{}

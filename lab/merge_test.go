@@ -130,3 +130,29 @@ func TestSumLive(t *testing.T) {
 		t.Errorf("the first run's counts changed: %+v", a.Counts[0])
 	}
 }
+
+// Two clients of one cluster: redirects summed per op and in all, each
+// node's connections summed, its keys as one client dealt them.
+func TestMergeCluster(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := part(t, 10, func(i int) int64 { return 100 }, t0, lab.StopCompleted)
+	b := part(t, 10, func(i int) int64 { return 100 }, t0, lab.StopCompleted)
+	nodes := func() []lab.ClusterNode {
+		return []lab.ClusterNode{{Addr: "n1:1", Slots: 8192, Keys: 5, Connections: 2}, {Addr: "n2:2", Slots: 8192, Keys: 5, Connections: 1}}
+	}
+	a.Cluster = &lab.ClusterRun{Nodes: nodes(), Moved: 3, Ask: 1}
+	b.Cluster = &lab.ClusterRun{Nodes: nodes(), Moved: 4}
+	a.Ops[lab.OpGet].Redirects = &lab.Redirects{Moved: 2, Ask: 1}
+	b.Ops[lab.OpGet].Redirects = &lab.Redirects{Moved: 3}
+	m, err := lab.Merge(lab.Workload{Connections: 6, Duration: lab.Duration(3 * time.Second)}, []lab.Part{{Host: "c1", Result: a}, {Host: "c2", Result: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Ops[lab.OpGet].Redirects; r == nil || r.Moved != 5 || r.Ask != 1 {
+		t.Errorf("GET redirects %+v, want moved 5 ask 1", r)
+	}
+	c := m.Cluster
+	if c == nil || c.Moved != 7 || c.Ask != 1 || len(c.Nodes) != 2 || c.Nodes[0].Connections != 4 || c.Nodes[1].Connections != 2 || c.Nodes[0].Keys != 5 {
+		t.Errorf("merged cluster %+v", c)
+	}
+}

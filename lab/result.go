@@ -56,6 +56,10 @@ type Result struct {
 	Steps    []StepResult    `json:"steps,omitempty"`     // --ramp: one per step
 	Knee     *Knee           `json:"knee,omitempty"`      // --ramp: where it stopped keeping up
 	Probe    *ProbeResult    `json:"probe,omitempty"`     // --probe
+
+	// Cluster is the cluster the run was routed over (bench --cluster);
+	// absent otherwise.
+	Cluster *ClusterRun `json:"cluster,omitempty"`
 }
 
 // CheckNulls refuses a record read from disk that holds JSON null where
@@ -161,6 +165,8 @@ type OpResult struct {
 	// class of a value-size mix (absent for one size).
 	Service *LatencySummary `json:"service_us,omitempty"`
 	Sizes   []SizeResult    `json:"sizes,omitempty"`
+	// Redirects: a cluster's MOVED and ASK followed (bench --cluster).
+	Redirects *Redirects `json:"redirects,omitempty"`
 }
 
 // LatencySummary is read from an HDR histogram. Values are microseconds.

@@ -56,6 +56,9 @@ type Workload struct {
 	// of the JSON as the open-loop fields are.
 	Command   Command `json:"command,omitempty"`
 	KeysPerOp int     `json:"keys_per_op,omitempty"`
+	// Cluster: the address is one node of a Valkey/Redis Cluster; the raw
+	// engine reads the slot map from it and routes by slot (bench --cluster).
+	Cluster bool `json:"cluster,omitempty"`
 }
 
 // DefaultQueueLimit is --queue-limit's default: a second of queue is far

@@ -84,7 +84,20 @@ type ServerSettings struct {
 	// TLS serves TLS only, with certificates made for the run.
 	TLS  bool     `json:"tls,omitempty"`
 	Args []string `json:"args,omitempty"` // more server arguments, e.g. --save ""
+	// Cluster, 1-MaxClusterNodes, starts that many server processes as
+	// one Valkey/Redis Cluster (launch.Cluster: each pinned to its share
+	// of CPUs, slots assigned by the launcher) and benches every cell of
+	// the version with --cluster; 0 is one plain server.
+	Cluster int `json:"cluster,omitempty"`
+
+	clusterAt    *yaml.Node // where cluster is written, for the checks made once the rest is known
+	clusterField string
+	cpusField    string // where cpus is written
 }
+
+// MaxClusterNodes bounds server.cluster: the nodes share one server
+// host, each pinned to CPUs of its own.
+const MaxClusterNodes = 16
 
 // VersionSpec is one server version: exactly one of Store, Binary, Image.
 type VersionSpec struct {

@@ -209,6 +209,9 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 			}
 		}
 	}
+	if len(errs) == 0 {
+		errs = c.checkClusterCells(wcs)
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -270,6 +273,7 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 					Rep:      round,
 					Workload: wc.w,
 				}
+				cell.Workload.Cluster = c.Versions[vi].Server.Cluster > 0
 				if ids[cell.ID] {
 					return nil, SpecErrors{{File: c.File, Field: "workload", Msg: fmt.Sprintf("two cells are both named %s; values that differ only in spelling?", cell.ID)}}
 				}

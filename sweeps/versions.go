@@ -5,6 +5,7 @@ package sweeps
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -36,6 +37,12 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 				d.fail(n, p, "the bench's data plane does not speak TLS yet, so a TLS-only server cannot be measured; the launcher and the control plane do (see docs/servers.md)")
 			}
 		},
+		"cluster": func(n *yaml.Node, p string) {
+			var v int64
+			if d.integer(n, p, 1, MaxClusterNodes, &v) {
+				out.Cluster, out.clusterAt, out.clusterField = int(v), n, p
+			}
+		},
 		"io-threads": func(n *yaml.Node, p string) {
 			var v int64
 			if d.integer(n, p, 1, 128, &v) {
@@ -61,7 +68,7 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 					d.fail(n, p, "%q: use %s", s, lab.CPUListForms)
 					return
 				}
-				out.CPUs = l
+				out.CPUs, out.cpusField = l, p
 			}
 		},
 		"args": func(n *yaml.Node, p string) {
@@ -94,6 +101,7 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 		fields[k] = f
 	}
 	d.mapping(n, path, fields)
+	d.checkCluster(path, out)
 	if own == nil || out.Persistence == "" {
 		return
 	}
@@ -192,6 +200,9 @@ func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) [
 				d.fail(vn, p+".runtime", "runtime applies to store versions only")
 			}
 		}
+		if v.Server.Cluster > 0 && v.Image != "" {
+			d.fail(v.Server.clusterAt, v.Server.clusterField, "a cluster's nodes are local processes (a store or binary version); %s runs one container on the server's port", v.Image)
+		}
 		if v.Label == "" {
 			v.Label = defaultLabel(v)
 		}
@@ -251,4 +262,44 @@ func sanitizeSegment(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// clusterArgs are what the launcher sets on each node of a cluster.
+var clusterArgs = []string{"--cluster-enabled", "--cluster-config-file", "--cluster-port", "--port"}
+
+// checkCluster refuses what a cluster of out.Cluster nodes cannot be
+// started with: fewer CPUs than nodes, TLS, args the launcher sets per
+// node. It runs for each settings block (the campaign's, then each
+// version's merged with it), so a version's cpus are held against the
+// campaign's cluster too.
+func (d *decoder) checkCluster(path string, out *ServerSettings) {
+	n := out.Cluster
+	if n == 0 {
+		return
+	}
+	at, field := out.clusterAt, out.clusterField
+	before := len(d.errs)
+	defer func() { // a campaign-level problem is said once, not again per version
+		kept := d.errs[:before]
+		for _, e := range d.errs[before:] {
+			if !slices.ContainsFunc(kept, func(o *SpecError) bool { return *o == *e }) {
+				kept = append(kept, e)
+			}
+		}
+		d.errs = kept
+	}()
+	switch {
+	case len(out.CPUs) > 0 && len(out.CPUs) < n:
+		d.fail(at, field, "%d nodes on cpus %s (%d CPUs): each node is pinned to a CPU of its own; give %s at least %d CPUs or fewer nodes",
+			n, out.CPUs, len(out.CPUs), out.cpusField, n)
+	case out.TLS:
+		d.fail(at, field, "not with tls: the nodes' cluster bus and the bench's routing speak plain TCP")
+	}
+	for _, a := range out.Args {
+		for _, f := range clusterArgs {
+			if a == f {
+				d.fail(at, field, "args %s: the launcher sets it on each node of a cluster", a)
+			}
+		}
+	}
 }

@@ -25,6 +25,9 @@ type chooser struct {
 	seq      uint32 // the next key of the prefill
 	lo, hi   uint32 // the unit's share of the keyspace, to prefill
 	keyspace uint32
+	// A cluster connection's keys are off + stride·x of its sampler's x
+	// (engine's route.clusterChooser); stride is 1 otherwise.
+	off, stride uint32
 }
 
 // newChooser is the chooser of unit index of units: the raw engine's
@@ -32,7 +35,7 @@ type chooser struct {
 // workload is validated, so the sampler cannot be refused.
 func newChooser(w *lab.Workload, index, units int) chooser {
 	rng := rand.New(rand.NewSource(int64(w.Seed)*1_000_003 + int64(index)))
-	c := chooser{rng: rng, gets: w.Ratio.Gets, keyspace: uint32(w.Keyspace)}
+	c := chooser{rng: rng, gets: w.Ratio.Gets, keyspace: uint32(w.Keyspace), stride: 1}
 	if w.Ratio.Sets > 0 {
 		c.weights = w.Ratio.Gets + w.Ratio.Sets
 	}
@@ -58,13 +61,13 @@ func (c *chooser) next(prefill bool) (op int, key uint32) {
 	if prefill {
 		key = c.seq % c.keyspace // past its share (never, in the engines) it wraps
 		c.seq++
-		return opSet, c.base + key
+		return opSet, c.base + c.off + c.stride*key
 	}
 	op = opGet
 	if c.weights > 0 && c.rng.Intn(c.weights) >= c.gets {
 		op = opSet
 	}
-	return op, c.base + c.keys.Next()
+	return op, c.base + c.off + c.stride*c.keys.Next()
 }
 
 // newProbeChooser is probe connection index's chooser: uniform GETs of

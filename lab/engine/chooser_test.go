@@ -84,7 +84,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 				if err := w.Validate(); err != nil {
 					t.Fatal(err)
 				}
-				e, err := openEngine(w)
+				e, err := openEngine(w, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

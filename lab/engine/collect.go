@@ -24,6 +24,9 @@ func (e *engine) collect(res *lab.Result) {
 		start := e.windowStart.UTC()
 		res.Window.Start = &start
 	}
+	if e.route != nil {
+		res.Cluster = e.clusterRecord()
+	}
 	res.Engine.Discard = "msg_trunc"
 	if w.Verify == lab.VerifyFull {
 		res.Engine.Discard = "read"
@@ -110,6 +113,13 @@ func (e *engine) collect(res *lab.Result) {
 			}
 		}
 		or.Series = series
+		if e.route != nil {
+			or.Redirects = &lab.Redirects{}
+			for _, wk := range e.workers {
+				or.Redirects.Moved += wk.redir[phMeasure][opi][redirMoved]
+				or.Redirects.Ask += wk.redir[phMeasure][opi][redirAsk]
+			}
+		}
 		if window > 0 {
 			or.OpsPerSec = round3(float64(or.Ops) / window.Seconds())
 			or.Gbps = round3(float64(or.PayloadBytes) * 8 / 1e9 / window.Seconds())

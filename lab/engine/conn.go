@@ -24,6 +24,8 @@ type rconn struct {
 	index int // among all connections, for SET generations
 	unit  int // among the main connections, or the probe's
 	probe bool
+	addr  string // the server (in a cluster, the connection's node)
+	node  int    // its node in a cluster's map; 0 otherwise
 	wk    *worker
 	ch    chooser
 	pacing
@@ -106,7 +108,7 @@ func (c *rconn) reconnect() {
 		c.wk.dead++
 		return
 	}
-	fd, err := dialRaw(c.wk.addr, 2*time.Second)
+	fd, err := dialRaw(c.addr, 2*time.Second)
 	if err == nil && c.wk.auth != nil {
 		err = authRaw(fd, c.wk.auth)
 	}
@@ -120,7 +122,7 @@ func (c *rconn) reconnect() {
 		c.dead = true
 		c.wk.dead++
 		if c.wk.err == nil {
-			c.wk.err = fmt.Errorf("reconnect to %s: %w", c.wk.addr, err)
+			c.wk.err = fmt.Errorf("reconnect to %s: %w", c.addr, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 type engine struct {
 	w       lab.Workload
 	layout  *lab.ValueLayout // the pattern of the largest value size
+	route   *route           // a cluster's (bench --cluster); nil otherwise
 	mix     *lab.SizeMix     // each key's size; nil when all have one
 	workers []*worker
 	stop    atomic.Bool

@@ -47,7 +47,17 @@ func (c *rconn) fill(t int64) {
 // issue builds the next request into the connection's send buffers.
 func (c *rconn) issue(t int64) {
 	w := c.wk.w
-	op, key := c.ch.next(c.wk.sched.prefillMode)
+	prefill := c.wk.sched.prefillMode
+	op, key := c.ch.next(prefill)
+	slot := -1
+	if rt := c.wk.route; rt != nil {
+		// Past the prefill (which writes every key), a key whose slot
+		// left this node is drawn again rather than asked of it.
+		for i := 0; !prefill && i < maxRedraw && c.wk.owner[rt.slotOf(key)] != int16(c.node); i++ {
+			op, key = c.ch.next(false)
+		}
+		slot = rt.slotOf(key)
+	}
 	size := sizeFor(c.pattern, c.mix, key)
 	r := req{op: op, key: key, issued: t, size: size, probe: c.probe, class: classFor(c.mix, size)}
 	if r.intended, r.paced = c.started(); r.paced {
@@ -57,7 +67,7 @@ func (c *rconn) issue(t int64) {
 	if c.m.n > 0 && !c.wk.sched.prefillMode { // the prefill writes one key a SET
 		c.issueMulti(&r, idx)
 	} else if op == opGet {
-		c.cmd = appendGet(c.cmd[:0], key, w.KeySize)
+		c.cmd = appendGetIn(c.cmd[:0], key, w.KeySize, slot)
 		rawsock.SetIov(&c.iov[0], c.cmd)
 		c.iovLo, c.iovHi = 0, 1
 		r.wireOut = uint64(len(c.cmd))
@@ -65,7 +75,7 @@ func (c *rconn) issue(t int64) {
 		l := c.pattern.Prefix(size)
 		c.gen++
 		gen := uint64(c.index)<<40 | c.gen
-		c.cmd = appendSetHeader(c.cmd[:0], key, w.KeySize, size)
+		c.cmd = appendSetHeaderIn(c.cmd[:0], key, w.KeySize, slot, size)
 		rawsock.SetIov(&c.iov[0], c.cmd)
 		if size >= lab.MinVerifiableSize {
 			l.PutHeader(c.valHdr[:], key, gen)

@@ -41,7 +41,7 @@ func TestEngineDrawsZipfKeys(t *testing.T) {
 			if err := w.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			e, err := openEngine(w)
+			e, err := openEngine(w, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

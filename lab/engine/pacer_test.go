@@ -49,7 +49,7 @@ func TestEnginesFollowThePacer(t *testing.T) {
 				// the test: the pacer's stop is what ends the run.
 				Warmup: lab.Duration(150 * time.Millisecond), Duration: lab.Duration(time.Minute),
 				RequestTimeout: lab.Duration(5 * time.Second)}.Resolve()
-			e, err := openEngine(w)
+			e, err := openEngine(w, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

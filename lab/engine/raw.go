@@ -18,8 +18,12 @@ import (
 //
 // newEngine opens the raw engine's connections and spreads them over its
 // workers.
-func newEngine(w lab.Workload) (*engine, error) {
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed)}
+func newEngine(w lab.Workload) (*engine, error) { return newRoutedEngine(w, nil) }
+
+// newRoutedEngine is newEngine against a cluster when rt is set: each
+// connection goes to its node (cluster.go).
+func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), route: rt}
 	if _, one := w.ValueSz.Single(); !one {
 		e.mix = &e.w.ValueSz
 	}
@@ -52,10 +56,20 @@ func newEngine(w lab.Workload) (*engine, error) {
 		if i == w.Threads {
 			wk.probe, wk.cpu = true, -1
 		}
+		if rt != nil {
+			wk.route, wk.owner = rt, append([]int16(nil), rt.m.Owner[:]...)
+		}
 		e.workers = append(e.workers, wk)
 	}
 	for i := 0; i < w.Connections; i++ {
-		c := e.newConn(e.workers[i%w.Threads], i, i, w.Pipeline, newChooser(&w, i, w.Connections))
+		var c *rconn
+		if rt != nil {
+			c = e.newConn(e.workers[i%w.Threads], i, i, w.Pipeline, rt.clusterChooser(&w, i, w.Connections))
+			c.node = i % rt.nodes()
+			c.addr = rt.m.Nodes[c.node].Addr
+		} else {
+			c = e.newConn(e.workers[i%w.Threads], i, i, w.Pipeline, newChooser(&w, i, w.Connections))
+		}
 		c.pattern, c.mix = e.layout, e.mix
 		if err := e.dial(c); err != nil {
 			return nil, err
@@ -79,7 +93,7 @@ func newEngine(w lab.Workload) (*engine, error) {
 // depth requests in flight at most.
 func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn {
 	c := &rconn{
-		fd: -1, index: index, unit: unit, wk: wk, ch: ch,
+		fd: -1, index: index, unit: unit, wk: wk, ch: ch, addr: e.w.Addr(),
 		cmd:  make([]byte, 0, 64+2*e.w.KeySize),
 		q:    make([]req, depth),
 		rbuf: make([]byte, recvBufSize),
@@ -96,7 +110,7 @@ func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn 
 // dial connects c and registers it with its worker; on failure it shuts
 // the engine down.
 func (e *engine) dial(c *rconn) error {
-	fd, err := dialRaw(e.w.Addr(), 5*time.Second)
+	fd, err := dialRaw(c.addr, 5*time.Second)
 	if err == nil && c.wk.auth != nil {
 		if err = authRaw(fd, c.wk.auth); err != nil {
 			unix.Close(fd)
@@ -104,7 +118,7 @@ func (e *engine) dial(c *rconn) error {
 	}
 	if err != nil {
 		e.shutdown()
-		return fmt.Errorf("open connection %d to %s: %w", c.index, e.w.Addr(), err)
+		return fmt.Errorf("open connection %d to %s: %w", c.index, c.addr, err)
 	}
 	if err := c.wk.register(c, fd); err != nil {
 		unix.Close(fd)

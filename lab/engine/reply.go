@@ -150,7 +150,9 @@ func (c *rconn) onHeader(head *req, h resp.Header) error {
 	prefilled := c.wk.w.Prefill
 	switch {
 	case h.Kind == resp.Error:
-		c.complete(eServer, false)
+		if c.wk.route == nil || !c.redirect(head, h.Line) {
+			c.complete(eServer, false)
+		}
 	case head.op == opSet && h.Kind == resp.Simple:
 		c.complete(ok, false)
 	case h.Kind == resp.Bulk && h.N > int64(lab.MaxValueSize):
@@ -194,17 +196,31 @@ func (c *rconn) absorb(p []byte) {
 
 func (c *rconn) finishBulk(head *req) {
 	c.st = stHeader
-	kind := c.failKind
+	kind, framed := c.bulkResult(head)
+	if !framed {
+		// The framing itself is off; the connection cannot be trusted.
+		c.complete(eProtocol, false)
+		c.fail(fmt.Errorf("%w: bulk reply not closed by CRLF", resp.ErrMalformed))
+		return
+	}
+	if head.multi {
+		c.elementDone(kind, false)
+		return
+	}
+	c.complete(kind, false)
+}
+
+// bulkResult judges a value read whole (valLen bytes and CRLF through
+// absorb): whether it was closed by CRLF, and if so how it checked.
+func (c *rconn) bulkResult(head *req) (kind errIdx, framed bool) {
+	kind = c.failKind
 	n := c.valLen
 	crlf := c.vtail[lab.ValueTrailerLen:]
 	if n < lab.MinVerifiableSize {
 		crlf = c.vtail[:2]
 	}
 	if crlf[0] != '\r' || crlf[1] != '\n' {
-		// The framing itself is off; the connection cannot be trusted.
-		c.complete(eProtocol, false)
-		c.fail(fmt.Errorf("%w: bulk reply not closed by CRLF", resp.ErrMalformed))
-		return
+		return eProtocol, false
 	}
 	key := head.key
 	if head.multi {
@@ -216,11 +232,7 @@ func (c *rconn) finishBulk(head *req) {
 			kind = eBadContent
 		}
 	}
-	if head.multi {
-		c.elementDone(kind, false)
-		return
-	}
-	c.complete(kind, false)
+	return kind, true
 }
 
 // bodyChecks compares p, at offset off of the value being read, with the

@@ -85,7 +85,17 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 			return fail(lab.StopSetupFailed, err)
 		}
 	}
-	e, err := openEngine(w)
+	var rt *route
+	if w.Cluster {
+		if rt, err = readRoute(ctx, w); err != nil {
+			var fe *lab.FieldError
+			if errors.As(err, &fe) {
+				return nil, err
+			}
+			return fail(lab.StopSetupFailed, err)
+		}
+	}
+	e, err := openEngine(w, rt)
 	if err != nil {
 		return fail(lab.StopSetupFailed, err)
 	}
@@ -103,6 +113,9 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 			return fail(stopReasonFor(ctx, lab.StopSetupFailed), err)
 		}
 		n, err := ctl.DBSize(ctx)
+		if rt != nil {
+			n, err = rt.dbSize(ctx, w)
+		}
 		if err != nil {
 			return fail(lab.StopSetupFailed, err)
 		}
@@ -189,9 +202,9 @@ func finishStop(ctx context.Context, res *lab.Result, e *engine) error {
 }
 
 // openEngine opens the engine the workload names.
-func openEngine(w lab.Workload) (*engine, error) {
+func openEngine(w lab.Workload, rt *route) (*engine, error) {
 	if w.Engine == lab.EngineValkeyGo {
 		return newValkeyGoEngine(w)
 	}
-	return newEngine(w)
+	return newRoutedEngine(w, rt)
 }

@@ -92,6 +92,15 @@ type worker struct {
 
 	vk *vkState // the valkey-go engine's state; nil for the raw engine
 
+	// A cluster (bench --cluster; cluster.go): the route, this worker's
+	// own slot table (node index per slot, updated by MOVED), its side
+	// connections for redirected requests, and redirects by phase, op
+	// and kind. All nil/zero otherwise.
+	route *route
+	owner []int16
+	side  map[string]*sideConn
+	redir [4][2][2]uint64
+
 	usageStart, usageEnd threadUsage
 	usageState           int // 0 before the window, 1 inside, 2 after
 	stopSeen             int64
@@ -185,6 +194,7 @@ func (w *worker) shutdown() {
 	for _, c := range w.conns {
 		c.close()
 	}
+	w.closeSide()
 	if w.epfd >= 0 {
 		unix.Close(w.epfd)
 		w.epfd = -1

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/lab/cluster"
 	"github.com/linerate/linerate/lab/resp"
 )
 
@@ -273,4 +274,31 @@ func Within(t testing.TB, limit time.Duration, f func()) {
 	case <-time.After(limit):
 		t.Fatalf("still running after %s", limit)
 	}
+}
+
+// StartCluster starts n cluster-enabled servers of bin on loopback and
+// forms them into one cluster (cluster.Form: node i serves
+// cluster.Ranges(n)[i]); every server stops when the test ends.
+func StartCluster(t testing.TB, bin string, n int) []*Server {
+	t.Helper()
+	servers := make([]*Server, n)
+	conns := make([]*resp.Conn, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range servers {
+		// The bus named: port+10000, its default, is refused past 55535.
+		servers[i] = StartServerWith(t, bin, nil, func(int) []string {
+			return []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", strconv.Itoa(FreePort(t))}
+		})
+		c, err := resp.Dial(ctx, servers[i].Addr, resp.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	if err := cluster.Form(ctx, conns); err != nil {
+		t.Fatal(err)
+	}
+	return servers
 }

@@ -178,6 +178,13 @@ func (s *Starter) StartAt(ctx context.Context, pv sweeps.PlanVersion, logDir, bi
 			set.Kind = kind
 		}
 	}
+	if n := pv.Spec.Server.Cluster; n > 0 {
+		// Plan time refuses image versions; the nodes are local processes.
+		if _, ok := l.(*launch.Local); !ok {
+			return nil, fmt.Errorf("server.cluster %d: %s is not a local process launcher", n, v.Selector())
+		}
+		l = &launch.Cluster{Launcher: l, N: n}
+	}
 	srv, err := l.Start(ctx, set)
 	if err != nil {
 		return nil, err
@@ -241,7 +248,8 @@ func (s *Starter) adopt(ctx context.Context, srv infra.Server) (*running, error)
 		return nil, fmt.Errorf("server address %q: %w", srv.Addr(), err)
 	}
 	port, _ := strconv.Atoi(portS)
-	r := &running{srv: srv, host: host, port: port, exited: make(chan error, 1)}
+	_, cluster := srv.(interface{ Nodes() []infra.Server })
+	r := &running{srv: srv, host: host, port: port, exited: make(chan error, 1), cluster: cluster}
 	if pid := srv.Facts().PID; pid > 0 {
 		// What tells this server from a later process given its PID: the
 		// orphan reaper kills nothing else.
@@ -270,6 +278,7 @@ type running struct {
 	// release, when set, runs after Stop: the container watchdog's end.
 	release func()
 	proc    kernel.Identity // read right after the start; zero when unreadable
+	cluster bool            // a launch.Cluster, even of one node
 
 	ctlMu sync.Mutex
 	ctl   *control.Conn // SampleInfo's connection, kept between reads
@@ -279,6 +288,8 @@ type running struct {
 const (
 	infoExe        = "proc:exe"
 	infoStartTicks = "proc:start_ticks"
+	// infoClusterNodes is a cluster's node addresses, the seed first.
+	infoClusterNodes = "cluster:nodes"
 )
 
 func (r *running) watch() {
@@ -318,6 +329,15 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 		out["config:"+k] = v
 	}
 	out["identity"] = f.Identity.String()
+	if nodes := launch.Nodes(r.srv); len(nodes) > 1 || r.cluster {
+		// The facts above are the seed's (node 1); the others run the
+		// same binary with the same settings on their own CPUs and ports.
+		addrs := make([]string, len(nodes))
+		for i, n := range nodes {
+			addrs[i] = n.Addr()
+		}
+		out[infoClusterNodes] = strings.Join(addrs, " ")
+	}
 	if r.proc.Exe != "" {
 		out[infoExe] = r.proc.Exe
 		out[infoStartTicks] = strconv.FormatUint(r.proc.StartTicks, 10)
@@ -325,13 +345,26 @@ func (r *running) Info(context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// FlushAll empties the server, every node of a cluster (a node's
+// FLUSHALL empties only the slots it serves).
 func (r *running) FlushAll(ctx context.Context) error {
-	ctl, err := control.DialWith(ctx, lab.Workload{Host: r.host, Port: r.port}, r.ctlOpt)
-	if err != nil {
-		return err
+	for _, n := range launch.Nodes(r.srv) {
+		host, portS, err := net.SplitHostPort(n.Addr())
+		if err != nil {
+			return fmt.Errorf("server address %q: %w", n.Addr(), err)
+		}
+		port, _ := strconv.Atoi(portS)
+		ctl, err := control.DialWith(ctx, lab.Workload{Host: host, Port: port}, r.ctlOpt)
+		if err != nil {
+			return err
+		}
+		err = ctl.FlushAll(ctx)
+		ctl.Close()
+		if err != nil {
+			return err
+		}
 	}
-	defer ctl.Close()
-	return ctl.FlushAll(ctx)
+	return nil
 }
 
 // SampleInfo implements sweeps.InfoSampler on a control connection of

@@ -1,0 +1,69 @@
+package session
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/infra/servers/serverstest"
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
+)
+
+// server.cluster on the netns provider: three store valkey nodes start in
+// the server namespace at 198.18.0.1 and form one cluster there (ports
+// and MEET inside that namespace); linerate bench --cluster runs in the
+// client namespace and reaches every node by the addresses CLUSTER SLOTS
+// gives.
+func TestRealClusterCampaignOnNetnsPair(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("network namespaces need root; CI runs as root")
+		}
+		t.Skip("network namespaces need root")
+	}
+	serverstest.Valkey(t)
+	lr := labtest.Binary(t)
+	c := parse(t, "cluster-netns.yaml", `name: cluster-netns
+provider: {kind: netns, binary: `+lr+`}
+calibrate: false
+versions:
+  - {store: valkey@9.1, runtime: sid}
+server:
+  cluster: 3
+  maxmemory: 256mb
+workload:
+  ratio: [SET, GET]
+  value-size: 1MiB
+  connections: 3
+  threads: 1
+  keyspace: 6
+  warmup: 200ms
+  duration: 1s
+`)
+	s := open(t, c, t.TempDir(), Options{})
+	run := runAll(t, s)
+	for _, rec := range run.Sorted() {
+		res := rec.Result
+		if res.Workload.Host != "198.18.0.1" || !res.Workload.Cluster || res.Cluster == nil || len(res.Cluster.Nodes) != 3 {
+			t.Fatalf("%s: host %s, cluster %+v", rec.CellID, res.Workload.Host, res.Cluster)
+		}
+		for _, n := range res.Cluster.Nodes {
+			if !strings.HasPrefix(n.Addr, "198.18.0.1:") || n.Connections != 1 || n.Keys != 2 {
+				t.Errorf("%s: node %+v", rec.CellID, n)
+			}
+		}
+		for kind, n := range res.Errors {
+			if n > 0 {
+				t.Errorf("%s: %d %s errors", rec.CellID, n, kind)
+			}
+		}
+		if g := res.Ops[lab.OpGet]; g != nil && (g.Ops == 0 || g.Verify.Checked == 0 || g.Verify.Failed != 0) {
+			t.Errorf("%s: GET %+v", rec.CellID, g.Verify)
+		}
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -257,6 +257,84 @@ workload:
 	}
 }
 
+// soak serves the cell it reruns and its live totals while it runs: a
+// local campaign's one short cell is run, then soaked for the shortest
+// window soak takes (10 s) with --metrics-listen.
+func TestSoakServesLiveMetrics(t *testing.T) {
+	redis := labtest.Need(t, "redis-server")
+	dir := t.TempDir()
+	camp := filepath.Join(dir, "s.yaml")
+	src := fmt.Sprintf(`name: s
+provider: local
+versions:
+  - {label: r, binary: %s}
+workload:
+  ratio: GET
+  value-size: 256KiB
+  connections: 2
+  threads: 1
+  keyspace: 8
+  prefill: true
+  warmup: 200ms
+  duration: 1s
+`, redis)
+	if err := os.WriteFile(camp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if code, stdout, errs := linerate(t, "", "", "sweep", "run", camp, "--out", run); code != 0 {
+		t.Fatalf("sweep run: exit %d\nstdout: %s\nstderr: %s", code, stdout, errs)
+	}
+	const cell = "r/GET/256KiB/r1"
+	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
+	cmd := exec.Command(labtest.Binary(t), "soak", run, "--cell", cell, "--duration", "10s", "--metrics-listen", maddr)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() { _ = cmd.Process.Kill(); <-done }()
+	url := "http://" + maddr + "/metrics"
+	payload := `linerate_payload_bytes_total{cell="` + cell + `",op="GET",phase="measure"} `
+	info := `linerate_cell_info{cell="` + cell + `",version="redis-`
+	// The soak's measured window is 10 s: its bytes show within it.
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		body = scrapeUntil(t, url, done, info, payload)
+		if v := metricValue(body, payload); v > 0 {
+			t.Logf("soak served %.0f payload bytes measured", v)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the soak's measured payload stayed 0:\n%s", body)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("soak did not end")
+	}
+	if cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("soak: %s", out.String())
+	}
+}
+
+// metricValue is the value on body's line that starts with series (its
+// name and labels, then a space); -1 when there is none.
+func metricValue(body, series string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
 // The agent on a server host serves its sampler's figures for the servers
 // it runs, and stops serving a server it stopped.
 func TestAgentServesHostMetrics(t *testing.T) {

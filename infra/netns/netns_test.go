@@ -182,6 +182,21 @@ func TestLeftoversOfCrashedRunsAreRemoved(t *testing.T) {
 	}
 	waited := make(chan struct{})
 	go func() { orphan.Wait(); close(waited) }()
+	// ip enters the namespace after it started: wait for that, or a
+	// cleanup that runs first finds nothing inside to kill.
+	nsFile, err := os.Stat(filepath.Join(RunDir, crashed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", orphan.Process.Pid))
+		if err == nil && os.SameFile(st, nsFile) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan did not enter %s within 5s", crashed)
+		}
+	}
 
 	left, err := Leftovers()
 	if err != nil {

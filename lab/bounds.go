@@ -279,6 +279,9 @@ func (w Workload) Validate() error {
 			return &FieldError{Field: r.flag, Msg: m}
 		}
 	}
+	if flag, m := tlsRule(&w); m != "" {
+		return &FieldError{Field: flag, Msg: m}
+	}
 	return nil
 }
 

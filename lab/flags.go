@@ -52,6 +52,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.Var(&w.Arrival, "arrival", "how paced requests are spread: "+ArrivalForms+" (default constant)")
 	fs.Var(&w.QueueLimit, "queue-limit", fmt.Sprintf("the longest a paced request may wait for its connection past its intended time (%s-%s, default %s); one that would wait longer is dropped and the rate called not sustainable", MinQueueLimit, fmtDur(MaxRequestTimeout), DefaultQueueLimit))
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
+	bindTLSFlags(fs, &w.TLS)
 }
 
 // FinishFlags completes a workload read by BindFlags's flags where one
@@ -106,6 +107,7 @@ func (w Workload) Args() []string {
 	if !w.Probe.IsZero() {
 		a = append(a, "--probe", w.Probe.String())
 	}
+	a = append(a, w.TLS.args()...)
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).
 	if CheckKeyspaceHabit(w, false) != nil {

@@ -50,6 +50,10 @@ type Workload struct {
 	// the record says the offered rate was not sustainable.
 	QueueLimit Duration `json:"queue_limit,omitempty"`
 	Probe      Probe    `json:"probe,omitzero"` // --probe SIZE@RATE
+
+	// TLS on the data and control connections (issue 14); zero is plain
+	// TCP and is left out of the JSON.
+	TLS TLS `json:"tls,omitzero"`
 }
 
 // DefaultQueueLimit is --queue-limit's default: a second of queue is far

@@ -91,7 +91,7 @@ func (c *rconn) issue(t int64) {
 // flush writes as much of the current request as the socket takes.
 func (c *rconn) flush(t int64) error {
 	for c.sending {
-		n, err := rawsock.Writev(c.fd, c.iov[c.iovLo:c.iovHi])
+		n, err := c.writev(c.iov[c.iovLo:c.iovHi])
 		if err != nil {
 			if rawsock.IsAgain(err) {
 				return nil

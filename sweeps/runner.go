@@ -357,6 +357,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	}
 	w := c.Workload
 	w.Host, w.Port = srv.Addr()
+	w.TLS = benchTLS(srv, w.TLS)
 
 	// The bench is cancelled if the server process ends, so a crash costs
 	// this cell and not a request timeout per connection.

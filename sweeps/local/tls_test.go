@@ -8,7 +8,8 @@ import (
 
 // A campaign whose server serves TLS only (server.tls) plans and runs:
 // the launcher makes the run's certificates, the bench gets the run's CA
-// and speaks TLS on every connection, and the record says so.
+// and speaks TLS on every connection, and the records say so (env.json's
+// server too).
 func TestRealTLSCampaign(t *testing.T) {
 	bin := redisBinary(t)
 	src := `name: tls
@@ -28,6 +29,9 @@ workload:
 	run := runAll(t, p, t.TempDir(), &Starter{}, Bencher{})
 	if len(run.Sorted()) != 2 {
 		t.Fatalf("%d cells, want GET and SET", len(run.Sorted()))
+	}
+	if len(run.Env.Servers) != 1 || !run.Env.Servers[0].TLS {
+		t.Errorf("env.json does not say the server served TLS: %+v", run.Env.Servers)
 	}
 	for _, rec := range run.Sorted() {
 		res := rec.Result

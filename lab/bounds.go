@@ -264,6 +264,8 @@ var rules = []rule{
 			return msg("only the raw engine routes by slot; use --engine raw")
 		case !w.Probe.IsZero():
 			return msg("no --probe against a cluster yet (its keys are not dealt to the nodes)")
+		case !w.TLS.IsZero():
+			return msg("no --tls against a cluster yet: redirected requests go over plain side connections")
 		}
 		n := max(w.Keyspace, 1)
 		if lo := minKeySize(n) + ClusterKeyRoom; w.KeySize < lo {
@@ -353,6 +355,9 @@ func (w Workload) Validate() error {
 		if m := r.bad(&w); m != "" {
 			return &FieldError{Field: r.flag, Msg: m}
 		}
+	}
+	if flag, m := tlsRule(&w); m != "" {
+		return &FieldError{Field: flag, Msg: m}
 	}
 	return nil
 }

@@ -103,3 +103,23 @@ func TestNoCommandLeavesTheRecordAsItWas(t *testing.T) {
 		t.Errorf("mget workload JSON: %s", s)
 	}
 }
+
+// --cluster is refused beside what cannot follow a key to its node, with
+// one error naming the flag.
+func TestClusterFlags(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"--cluster", ""},
+		{"--cluster --engine valkey-go", "raw engine"},
+		{"--cluster --probe 100B@100 --warmup 2s", "--probe"},
+		{"--cluster --tls --tls-insecure", "--tls"},
+		{"--cluster --command mget", "span slots"},
+	} {
+		_, err := benchFlags(strings.Fields(tc.args)...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: %v, want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -60,6 +60,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	fs.IntVar(&w.KeysPerOp, "keys-per-op", 0, fmt.Sprintf("keys per mget or mset request, distinct, 1-%d (default %d); payload bytes are the sum of the values", MaxKeysPerOp, DefaultKeysPerOp))
 	fs.BoolVar(&w.Cluster, "cluster", false, "-h/-p is one node of a cluster: read its slot map (CLUSTER SLOTS), spread connections and keys evenly over the primaries, follow MOVED and ASK (counted in the record)")
 	fs.Var(&w.Probe, "probe", "collateral probe: "+ProbeForms+", GETs of keys of their own beside the main load; the record states its p99 under load minus its p99 alone (the warmup's first half)")
+	bindTLSFlags(fs, &w.TLS)
 }
 
 // PasswordEnv holds the AUTH password when -a is not given: how a
@@ -169,6 +170,7 @@ func (w Workload) Args() []string {
 	if w.Cluster {
 		a = append(a, "--cluster")
 	}
+	a = append(a, w.TLS.args()...)
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).
 	if CheckKeyspaceHabit(w, false) != nil {

@@ -89,7 +89,9 @@ func (r *Result) CheckNulls() error {
 type EngineInfo struct {
 	Name string `json:"name"` // raw or valkey-go
 	// Discard is how GET payloads left the socket: msg_trunc (dropped in
-	// the kernel), read (copied into a reused buffer) or client (valkey-go).
+	// the kernel), read (copied into a reused buffer), tls (decrypted by
+	// crypto/tls, then copied into a reused buffer: MSG_TRUNC cannot apply
+	// under TLS) or client (valkey-go).
 	Discard string `json:"discard,omitempty"` // absent when nothing was measured
 }
 

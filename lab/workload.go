@@ -59,6 +59,9 @@ type Workload struct {
 	// Cluster: the address is one node of a Valkey/Redis Cluster; the raw
 	// engine reads the slot map from it and routes by slot (bench --cluster).
 	Cluster bool `json:"cluster,omitempty"`
+	// TLS on the data and control connections (issue 14); zero is plain
+	// TCP and is left out of the JSON.
+	TLS TLS `json:"tls,omitzero"`
 }
 
 // DefaultQueueLimit is --queue-limit's default: a second of queue is far

@@ -58,10 +58,6 @@ func TestCampaignErrors(t *testing.T) {
 			"- store: valkey@9.1", "- {store: valkey@9.1, persistence: aof-always}", 1),
 			"versions[0].args: --save sets persistence, which versions[0].persistence already says (aof-always); give it once"},
 		{"tls not a bool", strings.Replace(goodSpec, "workload:", "server: {tls: maybe}\nworkload:", 1), "t.yaml:5:15: server.tls: want true or false"},
-		// Temporary: until the bench's data plane speaks TLS, a TLS-only
-		// server cannot be measured, so the campaign stops at its line.
-		{"tls not built yet", strings.Replace(goodSpec, "- store: valkey@9.1", "- {store: valkey@9.1, tls: true}", 1),
-			"t.yaml:3:30: versions[0].tls: the bench's data plane does not speak TLS yet, so a TLS-only server cannot be measured; the launcher and the control plane do (see docs/servers.md)"},
 		{"bad order", "order: random\n" + goodSpec, "t.yaml:1:8: order: \"random\": use interleave or shuffle"},
 		{"provider kind not a name", "provider: GCP!\n" + goodSpec, "t.yaml:1:11: provider.kind: \"GCP!\" is not a provider kind"},
 		{"provider without kind", "provider: {region: x}\n" + goodSpec, "t.yaml:1:11: provider.kind: missing"},

@@ -357,6 +357,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	}
 	w := c.Workload
 	w.Host, w.Port = srv.Addr()
+	w.TLS = benchTLS(srv, w.TLS)
 
 	// The bench is cancelled if the server process ends, so a crash costs
 	// this cell and not a request timeout per connection.
@@ -558,7 +559,8 @@ func (r *Runner) recordServer(ctx context.Context, pv PlanVersion, srv RunningSe
 		return
 	}
 	info, _ := srv.Info(ctx)
-	f := ServerFacts{Segment: pv.Segment, Selector: pv.Spec.Selector(), Resolved: srv.Identity(), Info: info, Started: time.Now().UTC()}
+	f := ServerFacts{Segment: pv.Segment, Selector: pv.Spec.Selector(), Resolved: srv.Identity(), Info: info, Started: time.Now().UTC(),
+		TLS: benchTLS(srv, lab.TLS{}).On}
 	for i, s := range r.Env.Servers {
 		if s.Segment == f.Segment {
 			r.Env.Servers[i] = f

@@ -140,6 +140,9 @@ type ServerFacts struct {
 	Resolved Resolved          `json:"resolved"`
 	Info     map[string]string `json:"info,omitempty"`
 	Started  time.Time         `json:"started"`
+	// TLS: the server served TLS only and answered over it (its readiness
+	// PING and INFO went over TLS); the cells' benches spoke TLS to it.
+	TLS bool `json:"tls,omitempty"`
 }
 
 // LockedError says another runner holds the run directory.

@@ -29,14 +29,7 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 				out.Persistence = s
 			}
 		},
-		"tls": func(n *yaml.Node, p string) {
-			// Until the bench speaks TLS on its data connections, a
-			// TLS-only server is started, flushed and read, but cannot
-			// be measured: refused here, at plan time.
-			if d.boolean(n, p, &out.TLS) && out.TLS {
-				d.fail(n, p, "the bench's data plane does not speak TLS yet, so a TLS-only server cannot be measured; the launcher and the control plane do (see docs/servers.md)")
-			}
-		},
+		"tls": func(n *yaml.Node, p string) { d.boolean(n, p, &out.TLS) },
 		"cluster": func(n *yaml.Node, p string) {
 			var v int64
 			if d.integer(n, p, 1, MaxClusterNodes, &v) {

@@ -477,7 +477,8 @@ func (s *localServer) waitDone(ctx context.Context, d time.Duration) bool {
 
 // serverTLS makes the run's throwaway CA and server certificate, for the
 // bind address, under logDir/tls, unless s names certificate files
-// already, and says how to trust the server.
+// already, makes the files' paths absolute, and says how to trust the
+// server.
 func serverTLS(s *infra.ServerSettings, logDir string) (*infra.ServerTLS, error) {
 	if s.TLSFiles == nil {
 		opt := tlsgen.Options{Name: "linerate " + string(s.KindOrDefault())}
@@ -496,6 +497,19 @@ func serverTLS(s *infra.ServerSettings, logDir string) (*infra.ServerTLS, error)
 		}
 		s.TLSFiles = &f
 	}
+	// The server runs inside its log directory: a path relative to ours
+	// (an agent's default log directory is) would point below it there.
+	abs := *s.TLSFiles
+	for _, p := range []*string{&abs.CA, &abs.ServerCert, &abs.ServerKey, &abs.ClientCert, &abs.ClientKey} {
+		if *p != "" {
+			a, err := filepath.Abs(*p)
+			if err != nil {
+				return nil, fmt.Errorf("tls: %w", err)
+			}
+			*p = a
+		}
+	}
+	s.TLSFiles = &abs
 	ca, err := os.ReadFile(s.TLSFiles.CA)
 	if err != nil {
 		return nil, fmt.Errorf("tls: the CA certificate: %w", err)

@@ -139,3 +139,21 @@ func TestLocalTLSWrongCA(t *testing.T) {
 		t.Errorf("refused after %s: the wait ran on to the timeout", took)
 	}
 }
+
+// A relative log directory (an agent's default is under its login
+// directory) still gives the server certificate paths it can open: it
+// runs inside its log directory, so paths relative to the launcher's
+// would point below that.
+func TestLocalTLSRelativeLogDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l := &launch.Local{Binary: labtest.Need(t, "redis-server"), Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path"}}
+	ctx := context.Background()
+	srv, err := l.Start(ctx, infra.ServerSettings{TLS: true, LogDir: filepath.Join("logs", "one"), StartTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("TLS start with a relative log dir: %v", err)
+	}
+	defer srv.Stop(ctx)
+	if ca := srv.Facts().TLS.CAFile; !filepath.IsAbs(ca) {
+		t.Errorf("the CA file %q is relative: a bench elsewhere in the tree cannot read it", ca)
+	}
+}

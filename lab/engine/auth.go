@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,9 +44,14 @@ func authRaw(fd int, cmd []byte) error {
 		}
 		off += n
 	}
-	// One reply line, bounded in length and in time: a peer that drips
-	// bytes or never ends the line is refused, not waited on.
-	r := bufio.NewReaderSize(&fdReader{fd: fd, deadline: time.Now().Add(authTimeout)}, resp.MaxLine+2)
+	return readAuthReply(&fdReader{fd: fd, deadline: time.Now().Add(authTimeout)})
+}
+
+// readAuthReply reads AUTH's one reply line off r, bounded in length (r
+// bounds it in time): a peer that drips bytes or never ends the line is
+// refused, not waited on.
+func readAuthReply(src io.Reader) error {
+	r := bufio.NewReaderSize(src, resp.MaxLine+2)
 	line, err := r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		err = resp.ErrLineTooLong

@@ -36,6 +36,9 @@ func (e *engine) collect(res *lab.Result) {
 			res.Engine.Discard = "read"
 		}
 	}
+	if w.TLS.On {
+		res.Engine.Discard = "tls" // decrypted, then read: MSG_TRUNC cannot apply
+	}
 	if e.loop != nil {
 		res.Engine.Discard = "client"
 	}

@@ -21,8 +21,9 @@ const (
 // rconn is one connection's state machine.
 type rconn struct {
 	fd    int
-	index int // among all connections, for SET generations
-	unit  int // among the main connections, or the probe's
+	tls   *tlsStream // nil: plain TCP
+	index int        // among all connections, for SET generations
+	unit  int        // among the main connections, or the probe's
 	probe bool
 	addr  string // the server (in a cluster, the connection's node)
 	node  int    // its node in a cluster's map; 0 otherwise
@@ -94,7 +95,7 @@ func (c *rconn) close() {
 	if c.fd >= 0 {
 		_ = unix.EpollCtl(c.wk.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 		unix.Close(c.fd)
-		c.fd = -1
+		c.fd, c.tls = -1, nil
 	}
 }
 
@@ -108,17 +109,15 @@ func (c *rconn) reconnect() {
 		c.wk.dead++
 		return
 	}
-	fd, err := dialRaw(c.addr, 2*time.Second)
-	if err == nil && c.wk.auth != nil {
-		err = authRaw(fd, c.wk.auth)
-	}
+	fd, s, err := dialConn(c.addr, 2*time.Second, c.wk.tlsCfg, c.wk.auth)
 	if err == nil {
-		err = c.wk.register(c, fd)
+		c.tls = s
+		if err = c.wk.register(c, fd); err != nil {
+			unix.Close(fd)
+			c.fd, c.tls = -1, nil
+		}
 	}
 	if err != nil {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
 		c.dead = true
 		c.wk.dead++
 		if c.wk.err == nil {

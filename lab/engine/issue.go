@@ -103,7 +103,7 @@ func (c *rconn) issue(t int64) {
 // flush writes as much of the current request as the socket takes.
 func (c *rconn) flush(t int64) error {
 	for c.sending {
-		n, err := rawsock.Writev(c.fd, c.iov[c.iovLo:min(c.iovHi, c.iovLo+maxIov)])
+		n, err := c.writev(c.iov[c.iovLo:min(c.iovHi, c.iovLo+maxIov)])
 		if err != nil {
 			if rawsock.IsAgain(err) {
 				return nil

@@ -131,36 +131,7 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 			Duration: lab.Duration(400 * time.Millisecond)}
 		tc.mut(&w)
 		w.Prefill = w.Ratio.Gets > 0
-		w = w.Resolve()
-		if err := w.Validate(); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		e, err := newEngine(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.planPacing(); err != nil {
-			t.Fatal(err)
-		}
-		if w.Prefill {
-			if err := e.prefill(context.Background(), nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		e.measure(context.Background(), nil, nil)
-		runtime.ReadMemStats(&after)
-		var requests uint64
-		for _, wk := range e.workers {
-			for _, ph := range []int{phWarmup, phMeasure, phDrain} {
-				for _, n := range wk.phases[ph].ops {
-					requests += n
-				}
-			}
-		}
-		e.shutdown()
-		allocs := after.Mallocs - before.Mallocs
+		allocs, _, requests := allocsOfRun(t, w)
 		if requests < 1000 {
 			t.Fatalf("%s: only %d requests: too few to tell", tc.name, requests)
 		}
@@ -169,4 +140,40 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 		}
 		t.Logf("%s: %d allocations for %d requests", tc.name, allocs, requests)
 	}
+}
+
+// allocsOfRun prefills when w asks, then counts the allocations of the
+// run's measured stage (warmup, window, drain), their bytes, and its
+// requests.
+func allocsOfRun(t *testing.T, w lab.Workload) (allocs, bytes, requests uint64) {
+	t.Helper()
+	w = w.Resolve()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.shutdown()
+	if err := e.planPacing(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Prefill {
+		if err := e.prefill(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	e.measure(context.Background(), nil, nil)
+	runtime.ReadMemStats(&after)
+	for _, wk := range e.workers {
+		for _, ph := range []int{phWarmup, phMeasure, phDrain} {
+			for _, n := range wk.phases[ph].ops {
+				requests += n
+			}
+		}
+	}
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, requests
 }

@@ -23,6 +23,10 @@ func newEngine(w lab.Workload) (*engine, error) { return newRoutedEngine(w, nil)
 // newRoutedEngine is newEngine against a cluster when rt is set: each
 // connection goes to its node (cluster.go).
 func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
+	tlsCfg, err := w.TLS.Config(w.Host)
+	if err != nil {
+		return nil, err
+	}
 	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), route: rt}
 	if _, one := w.ValueSz.Single(); !one {
 		e.mix = &e.w.ValueSz
@@ -48,7 +52,9 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 		}
 		wk := e.newWorker(i)
 		wk.auth, wk.epfd = auth, epfd
-		wk.noTrunc = os.Getenv("LINERATE_NO_MSG_TRUNC") == "1"
+		// Under TLS every byte is decrypted in user space: no MSG_TRUNC.
+		wk.noTrunc = os.Getenv("LINERATE_NO_MSG_TRUNC") == "1" || tlsCfg != nil
+		wk.tlsCfg = tlsCfg
 		wk.scratch = make([]byte, scratchSize)
 		for j := range wk.scratch { // fault the pages in now
 			wk.scratch[j] = 0xff
@@ -110,18 +116,15 @@ func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn 
 // dial connects c and registers it with its worker; on failure it shuts
 // the engine down.
 func (e *engine) dial(c *rconn) error {
-	fd, err := dialRaw(c.addr, 5*time.Second)
-	if err == nil && c.wk.auth != nil {
-		if err = authRaw(fd, c.wk.auth); err != nil {
-			unix.Close(fd)
-		}
-	}
+	fd, s, err := dialConn(c.addr, 5*time.Second, c.wk.tlsCfg, c.wk.auth)
 	if err != nil {
 		e.shutdown()
 		return fmt.Errorf("open connection %d to %s: %w", c.index, c.addr, err)
 	}
+	c.tls = s
 	if err := c.wk.register(c, fd); err != nil {
 		unix.Close(fd)
+		c.fd, c.tls = -1, nil
 		e.shutdown()
 		return err
 	}

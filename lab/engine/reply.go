@@ -58,7 +58,7 @@ func (c *rconn) readMore() (int, error) {
 					return n, err
 				}
 			}
-			n, err := rawsock.Read(c.fd, w.scratch[:min(want, int64(len(w.scratch)))])
+			n, err := c.read(w.scratch[:min(want, int64(len(w.scratch)))])
 			if n > 0 {
 				c.gotBytes(n)
 				if c.failKind == ok && w.w.Verify == lab.VerifyFull && !c.bodyChecks(c.pos, w.scratch[:n]) {
@@ -78,7 +78,7 @@ func (c *rconn) readMore() (int, error) {
 		c.rhi = copy(c.rbuf, c.rbuf[c.rlo:c.rhi])
 		c.rlo = 0
 	}
-	n, err := rawsock.Read(c.fd, c.rbuf[c.rhi:])
+	n, err := c.read(c.rbuf[c.rhi:])
 	if n > 0 {
 		c.gotBytes(n)
 		c.rhi += n

@@ -61,7 +61,11 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 		return res, &RunError{Reason: reason, Err: err}
 	}
 
-	ctl, err := control.Dial(ctx, w)
+	tlsCfg, err := w.TLS.Config(w.Host)
+	if err != nil {
+		return nil, err // a file named by a flag: bad input
+	}
+	ctl, err := control.DialWith(ctx, w, control.Options{TLS: tlsCfg})
 	if err != nil {
 		if strings.Contains(err.Error(), "NOAUTH") {
 			err = fmt.Errorf("%w (the server wants a password: -a, --user, or $LINERATE_PASSWORD)", err)

@@ -26,6 +26,10 @@ func newValkeyGoEngine(w lab.Workload) (*engine, error) {
 		e.mix = &e.w.ValueSz
 	}
 	e.loop = (*worker).runValkeyGo
+	tlsCfg, err := w.TLS.Config(w.Host)
+	if err != nil {
+		return nil, err
+	}
 	clients := make([]valkey.Client, w.Connections)
 	for i := range clients {
 		c, err := valkey.NewClient(valkey.ClientOption{
@@ -37,6 +41,7 @@ func newValkeyGoEngine(w lab.Workload) (*engine, error) {
 			Dialer:            net.Dialer{Timeout: 5 * time.Second},
 			ConnWriteTimeout:  w.RequestTimeout.D(),
 			DisableRetry:      true, // a retried request would be counted twice
+			TLSConfig:         tlsCfg,
 		})
 		if err != nil {
 			e.shutdown()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -71,7 +72,8 @@ type worker struct {
 	sched   *schedule
 	stop    *atomic.Bool // set by the coordinator on Ctrl-C
 	addr    string
-	auth    []byte // AUTH command to replay after a reconnect, or nil
+	auth    []byte      // AUTH command to replay after a reconnect, or nil
+	tlsCfg  *tls.Config // the data connections' TLS (tls.go); nil: plain TCP
 	epfd    int
 	conns   []*rconn
 	scratch []byte
@@ -152,8 +154,8 @@ func (w *worker) run() {
 					continue
 				}
 			}
-			if ev&unix.EPOLLOUT != 0 && c.sending {
-				if err := c.flush(w.now()); err != nil {
+			if ev&unix.EPOLLOUT != 0 {
+				if err := c.onWritable(w.now()); err != nil {
 					c.fail(err)
 					continue
 				}

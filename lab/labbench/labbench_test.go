@@ -51,7 +51,8 @@ func cpuSeconds(ps *os.ProcessState) float64 {
 
 // runLinerate runs the CLI without warmup so its whole-process CPU compares
 // with the peer's whole-process CPU.
-func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, prefill bool) measured {
+// extra are more bench flags (--tls --cacert FILE).
+func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, prefill bool, extra ...string) measured {
 	out := filepath.Join(b.TempDir(), "r.json")
 	ratio := "100:0"
 	if op == lab.OpSet {
@@ -63,6 +64,7 @@ func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, pref
 	if prefill {
 		args = append(args, "--prefill")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return measured{note: fmt.Sprintf("linerate failed: %v %s", err, lastLine(string(msg)))}
@@ -97,11 +99,13 @@ func readRecord(b *testing.B, path string) *lab.Result {
 
 // runPeer runs valkey-benchmark or redis-benchmark for the same window as
 // linerate and reads its own progress line: how many requests it completed
-// and its overall rate. A peer that completes none scores zero.
-func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64) measured {
+// and its overall rate. A peer that completes none scores zero. extra are
+// more of its flags (--tls --cacert FILE).
+func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64, extra ...string) measured {
 	args := []string{"-p", strconv.Itoa(port), "-c", strconv.Itoa(benchConns), "--threads", strconv.Itoa(benchThreads),
 		"-r", strconv.Itoa(benchKeys), "-d", strconv.FormatInt(size, 10), "-n", "100000000",
 		"-t", strings.ToLower(string(op)), "-q"}
+	args = append(args, extra...)
 	cmd := exec.Command(peer, args...)
 	var outb strings.Builder
 	cmd.Stdout = &outb

@@ -83,4 +83,5 @@ type agentServer struct {
 	PID      int               `json:"pid,omitempty"`
 	Identity sweeps.Resolved   `json:"identity"`
 	Info     map[string]string `json:"info,omitempty"`
+	TLS      *agentTLS         `json:"tls,omitempty"` // a TLS-only server's CA; nil for plain TCP
 }

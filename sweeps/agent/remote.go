@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -78,6 +79,12 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 		return nil, fmt.Errorf("start %s on %s: answer without registration", pv.Segment, a.Host.Name())
 	}
 	srv.exited = e.ch
+	if st.TLS != nil {
+		if srv.caFile, err = keepCA(st.TLS); err != nil {
+			_ = srv.Stop(ctx)
+			return nil, err
+		}
+	}
 	return srv, nil
 }
 
@@ -90,6 +97,7 @@ type remoteServer struct {
 	st     agentServer
 	shift  time.Duration
 	exited <-chan error
+	caFile string // a TLS-only server's CA, kept on this machine; removed by Stop
 }
 
 func (r *remoteServer) Addr() (string, int)                             { return r.st.Host, r.st.Port }
@@ -104,6 +112,9 @@ func (r *remoteServer) FlushAll(ctx context.Context) error {
 }
 
 func (r *remoteServer) Stop(ctx context.Context) error {
+	if r.caFile != "" {
+		os.Remove(r.caFile)
+	}
 	r.sess.mu.Lock()
 	e := r.sess.exits[r.st.ID]
 	delete(r.sess.exits, r.st.ID)

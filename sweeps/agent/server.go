@@ -197,13 +197,18 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		if err != nil {
 			return fail(err)
 		}
+		st, err := startedTLS(srv)
+		if err != nil {
+			_ = srv.Stop(ctx)
+			return fail(err)
+		}
 		a.nextID++
 		id := a.nextID
 		a.servers[id] = srv
 		a.noteServer(id, srv)
 		host, port := srv.Addr()
 		info, _ := srv.Info(ctx)
-		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info}}
+		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info, TLS: st}}
 	case opFlushAll, opStop:
 		srv := a.servers[req.Server]
 		if srv == nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/linerate/linerate/infra"
@@ -50,6 +51,14 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	bin, err := b.Host.Linerate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("linerate on %s: %w", b.Host.Name(), err)
+	}
+	if w.TLS.CACert != "" {
+		ca, done, err := shipCA(ctx, b.Host, w.TLS.CACert)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		w.TLS.CACert = ca
 	}
 	argv := append(append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...), b.Args...)
 	var out, errb bytes.Buffer
@@ -96,4 +105,20 @@ func NetPlace(h *netns.Host) *launch.NetPlace {
 		Dial:   h.DialContext,
 		Listen: h.Listen,
 	}
+}
+
+// shipCA puts the run's CA certificate where the bench on h can read it
+// and returns that path and what removes it again. A network namespace
+// shares this machine's files: the path is already good there.
+func shipCA(ctx context.Context, h infra.Host, local string) (string, func(), error) {
+	if _, same := h.(*netns.Host); same {
+		return local, func() {}, nil
+	}
+	remote := fmt.Sprintf("/tmp/linerate-ca-%d-%d.crt", os.Getpid(), time.Now().UnixNano())
+	if err := h.Put(ctx, local, remote, 0o644); err != nil {
+		return "", nil, fmt.Errorf("copy the run's CA to %s: %w", h.Name(), err)
+	}
+	return remote, func() {
+		_ = h.Exec(context.WithoutCancel(ctx), infra.Command{Argv: []string{"rm", "-f", remote}, Timeout: 30 * time.Second})
+	}, nil
 }

@@ -308,7 +308,18 @@ func (r *running) watch() {
 }
 
 func (r *running) Addr() (string, int) { return r.host, r.port }
-func (r *running) PID() int            { return r.srv.Facts().PID }
+
+// BenchTLS implements sweeps.TLSServer: the run's CA (a file on the host
+// that started the server; HostBencher ships it to a bench elsewhere)
+// and the name the server certificate holds.
+func (r *running) BenchTLS() lab.TLS {
+	t := r.srv.Facts().TLS
+	if t == nil {
+		return lab.TLS{}
+	}
+	return lab.TLS{On: true, CACert: t.CAFile, SNI: t.ServerName}
+}
+func (r *running) PID() int { return r.srv.Facts().PID }
 func (r *running) Identity() sweeps.Resolved {
 	id := r.srv.Facts().Identity
 	return sweeps.Resolved{Name: string(id.Kind), Version: id.Version}

@@ -63,7 +63,7 @@ func TestCampaignCluster(t *testing.T) {
 		{"fewer cpus", "cluster: 3", "{cluster: 3, cpus: 0-1}", "t.yaml:6:13: server.cluster: 3 nodes on cpus 0-1 (2 CPUs)"},
 		{"version cpus too few", "- {store: valkey@8.1, label: plain}", "- {store: valkey@8.1, label: plain, cpus: \"0\"}", "t.yaml:6:12: server.cluster: 3 nodes on cpus 0 (1 CPUs): each node is pinned to a CPU of its own; give versions[1].cpus"},
 		{"image", "- {store: valkey@8.1, label: plain}", "- image: valkey/valkey:8.1.1", "t.yaml:6:12: server.cluster: a cluster's nodes are local processes"},
-		{"tls", "cluster: 3", "{cluster: 3, tls: true}", "server.tls"},
+		{"tls", "cluster: 3", "{cluster: 3, tls: true}", "t.yaml:6:13: server.cluster: not with tls"},
 		{"args the launcher sets", "cluster: 3", "{cluster: 3, args: [--cluster-enabled, \"yes\"]}", "t.yaml:6:13: server.cluster: args --cluster-enabled: the launcher sets it"},
 		{"a connection per node", "connections: 6", "connections: 2", "t.yaml:10:16: workload.connections: 2 connections for a cluster of 3 nodes (server.cluster) from 1 client host(s)"},
 		{"a key per node", "keyspace: 30", "keyspace: 2", "t.yaml:11:13: workload.keyspace: 2 keys for a cluster of 3 nodes"},

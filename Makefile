@@ -16,9 +16,14 @@ build:
 setup:
 	bash .ci/setup
 
+# The link calibration's test holds linerate's Gbps to iperf3's on one
+# veth: it runs after the rest, alone, because on 2 cores a package
+# running beside it moves one side of the ratio (SET 18 then 10 Gbps).
+ALONE   := ./sweeps/calibrate
 test: setup tidy-check
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 80m ./...
+	$(GO) test -count=1 -timeout 80m $$($(GO) list ./... | grep -vx 'github.com/linerate/linerate/sweeps/calibrate')
+	$(GO) test -count=1 -timeout 10m $(ALONE)
 
 # tidy-check fails when go.mod or go.sum differ from what `go mod tidy`
 # makes: a module imported but marked indirect, one no longer used, a

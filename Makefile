@@ -16,14 +16,18 @@ build:
 setup:
 	bash .ci/setup
 
-# The link calibration's test holds linerate's Gbps to iperf3's on one
-# veth: it runs after the rest, alone, because on 2 cores a package
-# running beside it moves one side of the ratio (SET 18 then 10 Gbps).
-ALONE   := ./sweeps/calibrate
+# Tests that judge time or throughput against something measured beside
+# them (the link calibration against iperf3, requests late or latency
+# added on an idle machine, schedule drift) run after the rest, one
+# package at a time: on 2 cores a package running beside them moves one
+# side of the comparison (one SET flow read 18 then 10 Gbps; 248 of 1200
+# paced requests late). They are skipped in the first pass, run in the
+# second: none is left out.
+ALONE   := TestCalibrationMatchesIperf3|TestOpenLoopKeepsUpWithinOnePercent|TestProbeAddsNothingBesideATinyLoad|TestScheduleDoesNotDriftOverAMinute|TestOpenLoopShowsTheQueueClosedLoopHides
 test: setup tidy-check
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 80m $$($(GO) list ./... | grep -vx 'github.com/linerate/linerate/sweeps/calibrate')
-	$(GO) test -count=1 -timeout 10m $(ALONE)
+	$(GO) test -count=1 -timeout 80m -skip '^($(ALONE))$$' ./...
+	$(GO) test -count=1 -timeout 20m -p 1 -run '^($(ALONE))$$' ./...
 
 # tidy-check fails when go.mod or go.sum differ from what `go mod tidy`
 # makes: a module imported but marked indirect, one no longer used, a

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/infra/sshhost"
+	"github.com/linerate/linerate/infra/sshhost/sshtest"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/labtest"
@@ -204,4 +207,88 @@ func latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// Two client hosts of an ssh pair run each cell together: an agent on
+// each (sshds in namespaces), their clocks measured, one start moment
+// moved onto each. The cell record is the merge of both hosts' records,
+// each kept and named by its host, and the link is calibrated from both.
+func TestTwoClientsOnSSHPair(t *testing.T) {
+	bin := redisBinary(t)
+	l := sshtest.NewClients(t, "e2e-ssh-2cli", 2)
+	hosts := l.Pair.ClientHosts()
+	if len(hosts) != 2 {
+		t.Fatalf("the lab has %d client hosts, want 2", len(hosts))
+	}
+	src := `name: e2e-ssh-2cli
+provider: {kind: ssh, server: root@198.18.0.1:2222, clients: [root@198.18.0.2:2222, root@198.18.0.6:2222], key: /nonexistent}
+clients: 2
+calibrate: {duration: 1s, warmup: 0s}
+versions:
+  - {binary: ` + bin + `}
+server: {maxmemory: 256mb}
+workload:
+  ratio: [GET, SET]
+  value-size: 256KiB
+  connections: 4
+  threads: 1
+  keyspace: 4
+  warmup: 200ms
+  duration: 1s
+`
+	c := parse(t, "e2e-ssh-2cli.yaml", src)
+	// The further host unlabelled: the provider names it by its role.
+	prov := &sshhost.Provider{Server: sshConfig(t, l, l.Pair.Server, "server", ""), Client: sshConfig(t, l, hosts[0], "client", ""),
+		More: []sshhost.Config{sshConfig(t, l, hosts[1], "", "")}}
+	s := open(t, c, t.TempDir(), Options{Provider: prov})
+	run := runAll(t, s)
+	recs := run.Sorted()
+	if len(recs) != 2 {
+		t.Fatalf("%d cells, want GET and SET", len(recs))
+	}
+	for _, rec := range recs {
+		res := rec.Result
+		if res == nil || res.Stop.Reason != lab.StopCompleted || len(res.Errors) != 0 {
+			t.Fatalf("%s: merged record %+v", rec.CellID, res)
+		}
+		if len(rec.Clients) != 2 || rec.Clients[0].Host != "client (198.18.0.2)" || rec.Clients[1].Host != "client-2 (198.18.0.6)" {
+			t.Fatalf("%s: client records %+v", rec.CellID, rec.Clients)
+		}
+		for _, cr := range rec.Clients {
+			if cr.Result == nil || cr.Error != "" || cr.Result.Stop.Reason != lab.StopCompleted || cr.Result.Workload.Connections != 2 {
+				t.Fatalf("%s: %s: record %+v, error %q; want a completed run of its 2 connections", rec.CellID, cr.Host, cr.Result, cr.Error)
+			}
+		}
+		if res.Workload.Connections != 4 {
+			t.Errorf("%s: merged workload has %d connections, want 4", rec.CellID, res.Workload.Connections)
+		}
+		if len(res.Ops) == 0 {
+			t.Errorf("%s: no ops in the merged record", rec.CellID)
+		}
+		for op, m := range res.Ops {
+			var sum uint64
+			for _, cr := range rec.Clients {
+				o := cr.Result.Ops[op]
+				if o.Ops == 0 {
+					t.Errorf("%s %s: %s ran no ops", rec.CellID, op, cr.Host)
+				}
+				sum += o.Ops
+			}
+			if m.Ops != sum || m.Ops == 0 {
+				t.Errorf("%s %s: merged %d ops, the hosts' sum %d", rec.CellID, op, m.Ops, sum)
+			}
+		}
+	}
+	if lk := run.Env.Link; lk == nil || lk.Clients != 2 || lk.Connections != 4 {
+		t.Errorf("link calibration %+v, want one from 2 clients with 4 connections", lk)
+	}
+	if len(run.Env.Hosts) != 3 {
+		t.Errorf("hosts %+v, want the server and two clients", run.Env.Hosts)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := agentsRunning(t, append([]infra.Host{l.Pair.Server}, hosts...)...); len(left) != 0 {
+		t.Errorf("agents left after Close: %v", left)
+	}
 }

@@ -40,7 +40,9 @@ func Need(t testing.TB, ok bool, why string) {
 }
 
 // Lab is a netns pair with a real sshd in each namespace. Connections
-// start in the client namespace (Dial), which reaches both addresses.
+// start in the client namespace (Dial), which reaches the server's and its
+// own address; those to a further client host (NewClients) start in the
+// server namespace, the one that has a link to every client.
 type Lab struct {
 	Pair      infra.Pair
 	Dir       string
@@ -54,6 +56,13 @@ type Lab struct {
 // takes them down.
 func New(t testing.TB, campaign string) *Lab {
 	t.Helper()
+	return NewClients(t, campaign, 1)
+}
+
+// NewClients is New with n client hosts (Pair.ClientHosts), each with its
+// sshd.
+func NewClients(t testing.TB, campaign string, n int) *Lab {
+	t.Helper()
 	Need(t, os.Geteuid() == 0, "network namespaces need root")
 	_, err := os.Stat("/usr/sbin/sshd")
 	Need(t, err == nil, "/usr/sbin/sshd missing (Debian openssh-server)")
@@ -63,7 +72,7 @@ func New(t testing.TB, campaign string) *Lab {
 			t.Errorf("netns down: %v", err)
 		}
 	})
-	pair, err := p.Up(context.Background(), infra.Spec{Campaign: campaign})
+	pair, err := p.Up(context.Background(), infra.Spec{Campaign: campaign, Clients: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +95,20 @@ func New(t testing.TB, campaign string) *Lab {
 		t.Fatal(err)
 	}
 	l.Dial = pair.Client.(*netns.Host).DialContext
-	for _, h := range []infra.Host{pair.Server, pair.Client} {
+	if hosts := pair.ClientHosts(); len(hosts) > 1 {
+		cli, srv := pair.Client.(*netns.Host).DialContext, pair.Server.(*netns.Host).DialContext
+		further := map[string]bool{}
+		for _, h := range hosts[1:] {
+			further[h.DataAddr().String()] = true
+		}
+		l.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, _, err := net.SplitHostPort(addr); err == nil && further[host] {
+				return srv(ctx, network, addr)
+			}
+			return cli(ctx, network, addr)
+		}
+	}
+	for _, h := range append([]infra.Host{pair.Server}, pair.ClientHosts()...) {
 		l.startSSHD(t, h.(*netns.Host))
 	}
 	return l

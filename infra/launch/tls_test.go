@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
-	"github.com/linerate/linerate/infra/home"
 	"github.com/linerate/linerate/infra/launch"
-	"github.com/linerate/linerate/infra/servers"
+	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
@@ -24,24 +23,7 @@ import (
 // (installed when missing, into the user's store) and Debian's redis.
 func tlsLaunchers(t *testing.T) map[string]*launch.Local {
 	t.Helper()
-	dir, err := home.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := servers.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel, err := servers.ParseSelector("valkey@9.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	inst, err := st.Install(ctx, sel, servers.InstallOptions{Runtime: "sid"})
-	if err != nil {
-		t.Fatalf("valkey 9.1 for the TLS test: %v", err)
-	}
+	inst := serverstest.Valkey(t)
 	return map[string]*launch.Local{
 		"valkey-9.1": inst.Launcher(),
 		"redis-deb":  {Binary: labtest.Need(t, "redis-server"), Identity: infra.ServerIdentity{Kind: infra.Redis, Source: "path"}},

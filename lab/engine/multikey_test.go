@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/infra/servers"
+	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
@@ -24,12 +24,7 @@ func multiServers(t *testing.T) map[string]func(t *testing.T) *labtest.Server {
 		"valkey": func(t *testing.T) *labtest.Server {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			st, err := servers.Open("")
-			var inst *servers.Installed
-			if err == nil {
-				sel, _ := servers.ParseSelector("valkey@9.1")
-				inst, err = st.Install(ctx, sel, servers.InstallOptions{Runtime: "sid"})
-			}
+			inst, err := serverstest.InstallValkey(ctx)
 			if err != nil {
 				if os.Getenv("CI") != "" {
 					t.Fatalf("server store: valkey 9.1: %v", err)

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra/debpkg"
-	"github.com/linerate/linerate/infra/servers"
+	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 )
@@ -178,7 +178,7 @@ func setup(b *testing.B) benchSetup {
 	if s.server == "" || s.peer == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		inst, err := installValkey(ctx)
+		inst, err := serverstest.InstallValkey(ctx)
 		switch {
 		case err == nil:
 			if s.server == "" {
@@ -200,18 +200,6 @@ func setup(b *testing.B) benchSetup {
 		}
 	}
 	return s
-}
-
-func installValkey(ctx context.Context) (*servers.Installed, error) {
-	st, err := servers.Open("")
-	if err != nil {
-		return nil, err
-	}
-	sel, err := servers.ParseSelector("valkey@9.1")
-	if err != nil {
-		return nil, err
-	}
-	return st.Install(ctx, sel, servers.InstallOptions{Runtime: "sid"})
 }
 
 // BenchmarkVersusPeer: the same server, the same cells, the two clients in

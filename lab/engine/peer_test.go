@@ -75,14 +75,7 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.shutdown()
-	res := newResult(w, Options{})
-	e.measure(context.Background(), nil, nil)
-	e.collect(res)
+	res := measureOnce(t, w)
 	return res
 }
 
@@ -182,14 +175,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	w.Connections, w.Threads, w.Keyspace, w.ValueSz, w.Seed = 1, 1, 8, lab.OneSize(4096), 3
 	w.Duration, w.RequestTimeout = lab.Duration(3*time.Second), lab.Duration(time.Second)
 	w = w.Resolve()
-	e, err := newEngine(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.shutdown()
-	res := newResult(w, Options{})
-	e.measure(context.Background(), nil, nil)
-	e.collect(res)
+	res := measureOnce(t, w)
 	if res.Errors[lab.ErrTimeout] != 1 {
 		t.Fatalf("want exactly one timeout, got %v", res.Errors)
 	}
@@ -254,4 +240,19 @@ func TestDataConnAuthReplies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// measureOnce runs w's measured window on a raw engine of its own, without
+// the warmup and progress a bench adds, and returns what it counted.
+func measureOnce(t *testing.T, w lab.Workload) *lab.Result {
+	t.Helper()
+	e, err := newEngine(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.shutdown()
+	res := newResult(w, Options{})
+	e.measure(context.Background(), nil, nil)
+	e.collect(res)
+	return res
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"io"
 	"strconv"
 	"testing"
@@ -38,14 +37,7 @@ func TestOneStalledRequestIsOneTimeout(t *testing.T) {
 			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: 1, Pipeline: 16, Threads: 1, Keyspace: 8,
 				ValueSz: lab.OneSize(size), Seed: 3, Duration: lab.Duration(2 * time.Second), RequestTimeout: lab.Duration(time.Second)}
 			w = w.Resolve()
-			e, err := newEngine(w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.shutdown()
-			res := newResult(w, Options{})
-			e.measure(context.Background(), nil, nil)
-			e.collect(res)
+			res := measureOnce(t, w)
 			if res.Errors[lab.ErrTimeout] != 1 || len(res.Errors) != 1 {
 				t.Fatalf("errors %v: want exactly one timeout", res.Errors)
 			}

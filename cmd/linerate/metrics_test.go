@@ -209,37 +209,11 @@ func scrapeUntil(t *testing.T, url string, done <-chan struct{}, want ...string)
 // sweep run serves the cell in flight, its live totals and the server
 // this machine runs for it.
 func TestSweepRunServesLiveMetrics(t *testing.T) {
-	redis := labtest.Need(t, "redis-server")
 	dir := t.TempDir()
-	camp := filepath.Join(dir, "m.yaml")
-	src := fmt.Sprintf(`name: m
-provider: local
-versions:
-  - {label: r, binary: %s}
-workload:
-  ratio: GET
-  value-size: 256KiB
-  connections: 2
-  threads: 1
-  keyspace: 8
-  prefill: true
-  warmup: 1s
-  duration: 6s
-`, redis)
-	if err := os.WriteFile(camp, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	camp := redisCampaign(t, dir, "m", "1s", "6s")
 	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
-	cmd := exec.Command(labtest.Binary(t), "sweep", "run", camp, "--out", filepath.Join(dir, "run"), "--metrics-listen", maddr)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	defer func() { _ = cmd.Process.Kill(); <-done }()
-	body := scrapeUntil(t, "http://"+maddr+"/metrics", done,
+	bg := startBackground(t, "sweep", "run", camp, "--out", filepath.Join(dir, "run"), "--metrics-listen", maddr)
+	body := scrapeUntil(t, "http://"+maddr+"/metrics", bg.done,
 		`linerate_cell_info{cell="r/GET/256KiB/r1",version="redis-`,
 		`linerate_payload_bytes_total{cell="r/GET/256KiB/r1",op="GET",phase="measure"}`,
 		`linerate_run_phase{cell="r/GET/256KiB/r1",phase="measure"} 1`,
@@ -247,55 +221,23 @@ workload:
 	if !strings.Contains(body, `server="redis-`) {
 		t.Errorf("the server's threads are not named by version:\n%s", body)
 	}
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("sweep run did not end")
-	}
-	if cmd.ProcessState.ExitCode() != 0 {
-		t.Fatalf("sweep run: %s", out.String())
-	}
+	bg.finish(t, "sweep run")
 }
 
 // soak serves the cell it reruns and its live totals while it runs: a
 // local campaign's one short cell is run, then soaked for the shortest
 // window soak takes (10 s) with --metrics-listen.
 func TestSoakServesLiveMetrics(t *testing.T) {
-	redis := labtest.Need(t, "redis-server")
 	dir := t.TempDir()
-	camp := filepath.Join(dir, "s.yaml")
-	src := fmt.Sprintf(`name: s
-provider: local
-versions:
-  - {label: r, binary: %s}
-workload:
-  ratio: GET
-  value-size: 256KiB
-  connections: 2
-  threads: 1
-  keyspace: 8
-  prefill: true
-  warmup: 200ms
-  duration: 1s
-`, redis)
-	if err := os.WriteFile(camp, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	camp := redisCampaign(t, dir, "s", "200ms", "1s")
 	run := filepath.Join(dir, "run")
 	if code, stdout, errs := linerate(t, "", "", "sweep", "run", camp, "--out", run); code != 0 {
 		t.Fatalf("sweep run: exit %d\nstdout: %s\nstderr: %s", code, stdout, errs)
 	}
 	const cell = "r/GET/256KiB/r1"
 	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
-	cmd := exec.Command(labtest.Binary(t), "soak", run, "--cell", cell, "--duration", "10s", "--metrics-listen", maddr)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	defer func() { _ = cmd.Process.Kill(); <-done }()
+	bg := startBackground(t, "soak", run, "--cell", cell, "--duration", "10s", "--metrics-listen", maddr)
+	done := bg.done
 	url := "http://" + maddr + "/metrics"
 	payload := `linerate_payload_bytes_total{cell="` + cell + `",op="GET",phase="measure"} `
 	info := `linerate_cell_info{cell="` + cell + `",version="redis-`
@@ -311,13 +253,66 @@ workload:
 			t.Fatalf("the soak's measured payload stayed 0:\n%s", body)
 		}
 	}
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("soak did not end")
+	bg.finish(t, "soak")
+}
+
+// redisCampaign writes a local campaign of one 256 KiB GET cell on
+// Debian's redis-server (labelled r) and returns its path.
+func redisCampaign(t *testing.T, dir, name, warmup, duration string) string {
+	t.Helper()
+	redis := labtest.Need(t, "redis-server")
+	camp := filepath.Join(dir, name+".yaml")
+	src := fmt.Sprintf(`name: %s
+provider: local
+versions:
+  - {label: r, binary: %s}
+workload:
+  ratio: GET
+  value-size: 256KiB
+  connections: 2
+  threads: 1
+  keyspace: 8
+  prefill: true
+  warmup: %s
+  duration: %s
+`, name, redis, warmup, duration)
+	if err := os.WriteFile(camp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if cmd.ProcessState.ExitCode() != 0 {
-		t.Fatalf("soak: %s", out.String())
+	return camp
+}
+
+// background is linerate running while the test scrapes it: done closes
+// when it exits; the test's end kills it if it still runs.
+type background struct {
+	cmd  *exec.Cmd
+	out  strings.Builder
+	done chan struct{}
+}
+
+func startBackground(t *testing.T, args ...string) *background {
+	t.Helper()
+	bg := &background{cmd: exec.Command(labtest.Binary(t), args...), done: make(chan struct{})}
+	bg.cmd.Stdout, bg.cmd.Stderr = &bg.out, &bg.out
+	if err := bg.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = bg.cmd.Wait(); close(bg.done) }()
+	t.Cleanup(func() { _ = bg.cmd.Process.Kill(); <-bg.done })
+	return bg
+}
+
+// finish waits up to 2 minutes for the command to end and fails unless it
+// exited 0.
+func (bg *background) finish(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-bg.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s did not end", what)
+	}
+	if bg.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("%s: %s", what, bg.out.String())
 	}
 }
 

@@ -78,16 +78,7 @@ func Measure(ctx context.Context, p Pair, c sweeps.Calibration, connections int)
 		{p.All, lab.Ratio{Gets: 1}, connections, &l.GET.Gbps},
 		{p.All, lab.Ratio{Sets: 1}, connections, &l.SET.Gbps},
 	} {
-		w := lab.Workload{Host: p.Server.DataAddr().String(), Port: port, Connections: run.conns, Keyspace: sinkKeys,
-			ValueSz: lab.OneSize(c.ValueSize), Ratio: run.ratio, Warmup: c.Warmup, Duration: c.Duration, Verify: lab.VerifyNone, Seed: 1}
-		// Resolved as a cell is, but with a worker thread per connection,
-		// as iperf3 has a process per flow: the link, not how the bench
-		// shares a thread among flows, is measured (on a 2-vCPU veth pair
-		// 4 flows on 2 threads read 0.73 of iperf3's GET rate, 0.8-0.9
-		// on 4).
-		threads := run.conns
-		w = w.Resolve()
-		w.Threads = threads
+		w := linkWorkload(p.Server.DataAddr().String(), port, c, run.ratio, run.conns)
 		what := fmt.Sprintf("%s with %d connection(s)", opOf(run.ratio), run.conns)
 		res, err := run.b.Bench(ctx, w, nil)
 		if res == nil {
@@ -110,6 +101,17 @@ func Measure(ctx context.Context, p Pair, c sweeps.Calibration, connections int)
 		l.NICs = append(l.NICs, sweeps.LinkNIC{Host: info.Host, Interface: info.Interface, Driver: info.Driver, MTU: info.MTU})
 	}
 	return l, nil
+}
+
+// linkWorkload is one calibration bench against the sink at host:port,
+// resolved as a cell is, but with a worker thread per connection (up to
+// lab.MaxThreads), as iperf3 has a process per flow: the link, not how the
+// bench shares a thread among flows, is measured (on a 2-vCPU veth pair 4
+// flows on 2 threads read 0.73 of iperf3's GET rate, 0.8-0.9 on 4).
+func linkWorkload(host string, port int, c sweeps.Calibration, ratio lab.Ratio, conns int) lab.Workload {
+	w := lab.Workload{Host: host, Port: port, Connections: conns, Threads: min(conns, lab.MaxThreads), Keyspace: sinkKeys,
+		ValueSz: lab.OneSize(c.ValueSize), Ratio: ratio, Warmup: c.Warmup, Duration: c.Duration, Verify: lab.VerifyNone, Seed: 1}
+	return w.Resolve()
 }
 
 // sinkKeys is what the sink says it holds: any key of it is a hit.

@@ -3,6 +3,7 @@ package lab
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -123,10 +124,26 @@ func (t TLS) Config(host string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// MaxPEMBytes bounds a certificate or key file: a CA bundle of every
+// public root is about 200 KiB, and /dev/zero must not fill the memory.
+const MaxPEMBytes = 1 << 20
+
 func readPEM(flag, path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	bad := func(format string, a ...any) error { return &FieldError{Field: flag, Msg: fmt.Sprintf(format, a...)} }
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, &FieldError{Field: flag, Msg: err.Error()}
+		return nil, bad("%v", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, bad("%s: not a regular file; give a PEM file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxPEMBytes+1))
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if len(b) > MaxPEMBytes {
+		return nil, bad("%s: over %d bytes; give a PEM file", path, MaxPEMBytes)
 	}
 	return b, nil
 }

@@ -1,6 +1,8 @@
 package lab_test
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -56,6 +58,29 @@ func TestTLSFlags(t *testing.T) {
 		}
 		if !reflect.DeepEqual(w2.TLS, w.TLS) {
 			t.Errorf("%v: Args give back %+v, want %+v", tc.args, w2.TLS, w.TLS)
+		}
+	}
+}
+
+// A certificate flag given a device, a directory or a file far larger than
+// any PEM is refused, naming the flag, before it is read whole.
+func TestTLSConfigRefusesHostileFiles(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.pem")
+	if err := os.WriteFile(big, make([]byte, lab.MaxPEMBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tls  lab.TLS
+		want string
+	}{
+		{lab.TLS{On: true, CACert: "/dev/zero"}, "--cacert: /dev/zero: not a regular file"},
+		{lab.TLS{On: true, CACert: t.TempDir()}, "not a regular file"},
+		{lab.TLS{On: true, CACert: big}, "--cacert: " + big + ": over"},
+		{lab.TLS{On: true, Cert: "/dev/zero", Key: "/dev/zero"}, "--cert: /dev/zero: not a regular file"},
+	} {
+		_, err := tc.tls.Config("127.0.0.1")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.tls, err, tc.want)
 		}
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab/cpus"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // Kind is a server family. Valkey and Redis share their flags; KeyDB and
@@ -113,7 +113,7 @@ type ServerSettings struct {
 	Env []string `json:"env,omitempty"`
 	// TLS serves TLS only: the plain port is closed (--port 0) and Port
 	// is the TLS port. The launcher makes a throwaway CA and server
-	// certificate for the start (infra/tlsgen) unless TLSFiles names some.
+	// certificate for the start (lab/tlsgen) unless TLSFiles names some.
 	TLS          bool          `json:"tls,omitempty"`
 	TLSFiles     *tlsgen.Files `json:"-"`
 	StartTimeout time.Duration `json:"-"` // default 15s

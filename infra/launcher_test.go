@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/infra/tlsgen"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 func TestArgs(t *testing.T) {

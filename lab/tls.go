@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/linerate/linerate/infra/tlsgen"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // TLS is how the bench's connections (data and control) speak TLS to a

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // bench --tls against a TLS-only server, as an operator runs it: with the

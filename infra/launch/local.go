@@ -25,8 +25,8 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/debpkg"
 	"github.com/linerate/linerate/infra/kernel"
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab/resp"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // Errors a caller can tell apart.

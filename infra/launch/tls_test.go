@@ -13,10 +13,10 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/infra/servers/serverstest"
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // tlsLaunchers are the builds the issue names: valkey 9.1 from the store

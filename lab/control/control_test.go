@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/resp"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 func TestControlPlaneRefusesMalformedReplies(t *testing.T) {

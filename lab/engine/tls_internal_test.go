@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // Over TLS the raw engine allocates no buffer per request: GET payloads

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra/servers"
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // tlsServer is a TLS-only server (--port 0 --tls-port) with certificates

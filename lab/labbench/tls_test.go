@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // BenchmarkTLS: one server serving a plain port and a TLS port (a
-// throwaway CA and certificate made here with infra/tlsgen); per cell,
+// throwaway CA and certificate made here with lab/tlsgen); per cell,
 // linerate over TLS, the peer with --tls, and linerate in plaintext, in
 // alternation twice, medians compared: linerate vs the peer on TLS, and
 // what TLS costs linerate on the same cell.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/infra/tlsgen"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 func generate(t *testing.T, opt tlsgen.Options) *tlsgen.Bundle {

@@ -1,4 +1,4 @@
-package tlsgen_test
+package servers_test
 
 import (
 	"bufio"
@@ -20,8 +20,8 @@ import (
 	"github.com/linerate/linerate/infra/home"
 	"github.com/linerate/linerate/infra/internal/mirrortest"
 	"github.com/linerate/linerate/infra/servers"
-	"github.com/linerate/linerate/infra/tlsgen"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // startTLS starts bin serving TLS only (Files.ServerArgs) on a free
@@ -113,7 +113,10 @@ func serverVersion(info string) string {
 // client without a certificate is refused and one with it answered.
 func checkServer(t *testing.T, bin, wantVersion string) {
 	dir := t.TempDir()
-	b := generate(t, tlsgen.Options{Client: true, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
+	b, err := tlsgen.Generate(tlsgen.Options{Client: true, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f, err := b.Write(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +141,11 @@ func checkServer(t *testing.T, bin, wantVersion string) {
 		t.Errorf("INFO server says version %q, want %s", v, wantVersion)
 	}
 	t.Logf("%s: version %s answers PING over TLS", bin, v)
-	otherCA, err := generate(t, tlsgen.Options{}).ClientConfig("127.0.0.1")
+	other, err := tlsgen.Generate(tlsgen.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, err := other.ClientConfig("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/kernel"
@@ -381,18 +382,34 @@ func remove(name string) error {
 }
 
 // killInside SIGKILLs every process whose network namespace is name's, so
-// the namespace (and its veth) really goes away when unmounted.
+// the namespace (and its veth) really goes away when unmounted. A process
+// entering it (ip netns exec opens the file, then joins) can miss one
+// scan, and once the file is unmounted no scan finds it again: scans
+// repeat until two in a row, killEvery apart, find nothing (at most
+// killFor in all).
 func killInside(name string) {
-	pids, err := kernel.FS{}.InNetns(filepath.Join(RunDir, name))
-	if err != nil {
-		return
-	}
-	for _, pid := range pids {
-		if pid != os.Getpid() {
-			syscall.Kill(pid, syscall.SIGKILL)
+	path := filepath.Join(RunDir, name)
+	empty := 0
+	for deadline := time.Now().Add(killFor); empty < 2 && time.Now().Before(deadline); time.Sleep(killEvery) {
+		pids, err := kernel.FS{}.InNetns(path)
+		if err != nil {
+			return
+		}
+		empty++
+		for _, pid := range pids {
+			if pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+				empty = 0
+			}
 		}
 	}
 }
+
+// How long killInside keeps looking for processes entering a namespace.
+const (
+	killEvery = 50 * time.Millisecond
+	killFor   = 2 * time.Second
+)
 
 // Leftover is a namespace of a linerate process that no longer runs.
 type Leftover struct {

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"math"
 	"os"
 	"testing"
 	"time"
@@ -110,11 +109,7 @@ func TestMultiKeyAgainstServers(t *testing.T) {
 				// Within 1 %, or the few KiB of the run's control plane
 				// (INFO, CONFIG GET, DBSIZE): an MSET's replies are
 				// 5 bytes each.
-				near := func(client uint64, server float64) bool {
-					d := math.Abs(float64(client) - server)
-					return d <= 0.01*server || d <= 16<<10
-				}
-				if !near(sent, in) || !near(recvd, out) {
+				if !wireNear(sent, in, 16<<10) || !wireNear(recvd, out, 16<<10) {
 					t.Errorf("%s: client sent %d received %d, server in %.0f out %.0f", tc.cmd, sent, recvd, in, out)
 				}
 			}

@@ -388,9 +388,8 @@ func remove(name string) error {
 // repeat until two in a row, killEvery apart, find nothing (at most
 // killFor in all).
 func killInside(name string) {
-	path := filepath.Join(RunDir, name)
-	empty := 0
-	for deadline := time.Now().Add(killFor); empty < 2 && time.Now().Before(deadline); time.Sleep(killEvery) {
+	path, deadline := filepath.Join(RunDir, name), time.Now().Add(killFor)
+	for empty := 0; ; time.Sleep(killEvery) {
 		pids, err := kernel.FS{}.InNetns(path)
 		if err != nil {
 			return
@@ -401,6 +400,9 @@ func killInside(name string) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				empty = 0
 			}
+		}
+		if empty == 2 || time.Now().After(deadline) {
+			return // no sleep after the last scan
 		}
 	}
 }

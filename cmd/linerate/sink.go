@@ -26,6 +26,7 @@ func runSink(ctx context.Context, args []string) int {
 	seed := fs.Uint64("seed", 1, "value pattern seed; must match the bench's --seed for --verify (and for a mix, each key's size)")
 	var probe lab.Probe
 	fs.Var(&probe, "probe", "the bench's --probe: its keys are served at its size (its rate is the bench's business)")
+	link := fs.Bool("link", false, "GET replies are the link's load, not values: one small block repeated, cheap to send (how linerate link measures the link); bench with --verify none")
 	delay := fs.Duration("delay", 0, fmt.Sprintf("hold every reply back this long (0-%s): a slow server", sink.MaxDelay))
 	fs.Usage = func() { fmt.Fprint(os.Stderr, helpText("sink")); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -54,7 +55,7 @@ func runSink(ctx context.Context, args []string) int {
 		return lab.ExitSetupFailed
 	}
 	s := sink.New(size, *seed, *keyspace, probe.Size)
-	s.Delay = *delay
+	s.Delay, s.Link = *delay, *link
 	fmt.Fprintf(os.Stderr, "linerate sink: serving %s values on %s (Ctrl-C stops)\n", size, l.Addr())
 	if err := s.Serve(ctx, l); err != nil {
 		fmt.Fprintf(os.Stderr, "linerate sink: %v\n", err)

@@ -125,12 +125,12 @@ func (c *rconn) read(p []byte) (int, error) {
 	return 0, err
 }
 
-// writev sends iov's bytes: all it can for plain TCP; for TLS up to
+// writev sends iov's bytes: up to rawsock.SendChunk for plain TCP; for TLS up to
 // tlsChunk sealed into the session, once earlier ciphertext has left. It
 // returns the plaintext bytes taken, or EAGAIN, as rawsock.Writev.
 func (c *rconn) writev(iov []unix.Iovec) (int, error) {
 	if c.tls == nil {
-		return rawsock.Writev(c.fd, iov)
+		return rawsock.WritevChunk(c.fd, iov)
 	}
 	if err := c.tls.fc.flush(); err != nil {
 		return 0, err

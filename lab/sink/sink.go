@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -43,7 +44,25 @@ type Server struct {
 	// requests queue on their connection (each connection is served in
 	// order, one request at a time).
 	Delay time.Duration
+	// Link makes GET replies the link's load rather than values: the
+	// value's length of one small block repeated, which stays in the
+	// CPU's cache, each copy lined up with where its bytes land in the
+	// socket's buffer. Sending a value from its own 8 MiB, as a server
+	// must, costs the sender about twice as much per byte (its copy reads
+	// memory, not cache, and on this CPU a copy whose source and
+	// destination sit at different offsets within 64 bytes is slower);
+	// on a host whose CPUs the link's traffic keeps busy that took a
+	// fifth off the figure the link calibration measures. The replies are
+	// not verifiable values: bench with --verify none.
+	Link bool
+	// hot is Link's block, made at the first connection.
+	hotOnce sync.Once
+	hot     []byte
 }
+
+// linkBlock is the repeated block of a Link reply: iperf3's default
+// block size, small enough to stay in a core's cache.
+const linkBlock = 128 << 10
 
 // MaxDelay bounds --delay: a slower sink answers nothing a bench waits for.
 const MaxDelay = time.Minute
@@ -126,9 +145,13 @@ type sinkConn struct {
 	r     *bufio.Reader
 	args  [][]byte
 	bufs  net.Buffers
+	batch net.Buffers // one send call's part of bufs
 	reply []byte
 	hdr   [lab.ValueHeaderLen]byte
 	tail  [lab.ValueTrailerLen + 2]byte
+	// sent is the bytes written on the connection: where the next
+	// reply's bytes start in the stream, for Link's alignment.
+	sent int64
 	// copyDrop reads SET payloads into user space and throws them away
 	// instead of dropping them in the kernel: LINERATE_NO_MSG_TRUNC=1, the
 	// bench's own switch, so both ends copy as iperf3 and servers do (the
@@ -145,8 +168,23 @@ func (s *Server) serveConn(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, 64<<10), reply: make([]byte, 0, 64),
-		copyDrop: os.Getenv("LINERATE_NO_MSG_TRUNC") == "1"}
+	if s.Link {
+		s.hotOnce.Do(func() {
+			// 64 bytes spare, to start the block at any offset within
+			// a cache line.
+			s.hot = make([]byte, linkBlock+64)
+			copy(s.hot, s.Layout.Body)
+		})
+	}
+	copyDrop := os.Getenv("LINERATE_NO_MSG_TRUNC") == "1"
+	rsize := 64 << 10
+	if copyDrop {
+		// Reads that copy every payload byte: the bench's size. One flow
+		// on the veth pair, a Python reader, 128 KiB writes: 64 KiB reads
+		// 14.7-18.6 Gbit/s, 128 KiB 20.4-21.5, 256 KiB 18.4-19.3, 1 MiB 15.
+		rsize = 256 << 10
+	}
+	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}
 	for {
 		if err := sc.serveOne(); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -259,7 +297,8 @@ func (sc *sinkConn) drop(n int64) error {
 
 func (sc *sinkConn) simple(s string) error {
 	sc.reply = append(append(sc.reply[:0], s...), "\r\n"...)
-	_, err := sc.c.Write(sc.reply)
+	n, err := sc.c.Write(sc.reply)
+	sc.sent += int64(n)
 	return err
 }
 
@@ -306,17 +345,61 @@ func (sc *sinkConn) get(key []byte) error {
 	l := sc.s.layoutOf(id)
 	sc.reply = append(strconv.AppendInt(append(sc.reply[:0], '$'), l.Size, 10), "\r\n"...)
 	sc.bufs = sc.bufs[:0]
-	if l.Size >= lab.MinVerifiableSize {
+	switch {
+	case sc.s.Link:
+		sc.bufs = append(sc.bufs, sc.reply)
+		sc.linkBody(sc.sent+int64(len(sc.reply)), l.Size)
+		sc.bufs = append(sc.bufs, crlf)
+	case l.Size >= lab.MinVerifiableSize:
 		l.PutHeader(sc.hdr[:], id, 0)
 		l.PutTrailer(sc.tail[:lab.ValueTrailerLen], id, 0)
 		sc.tail[lab.ValueTrailerLen], sc.tail[lab.ValueTrailerLen+1] = '\r', '\n'
 		sc.bufs = append(sc.bufs, sc.reply, sc.hdr[:], l.Body[lab.ValueHeaderLen:l.Size-lab.ValueTrailerLen], sc.tail[:])
-	} else {
-		sc.bufs = append(sc.bufs, sc.reply, l.Body[:l.Size], []byte("\r\n"))
+	default:
+		sc.bufs = append(sc.bufs, sc.reply, l.Body[:l.Size], crlf)
 	}
-	bufs := sc.bufs // WriteTo consumes the slice header it is given
-	_, err := bufs.WriteTo(sc.c)
-	return err
+	return sc.send()
+}
+
+// send writes sc.bufs in vectored writes of at most rawsock.SendChunk
+// bytes each (why: SendChunk's comment). It cuts sc.bufs as it goes.
+func (sc *sinkConn) send() error {
+	bufs := sc.bufs
+	for len(bufs) > 0 {
+		batch, room := sc.batch[:0], rawsock.SendChunk
+		for len(bufs) > 0 && room > 0 {
+			b := bufs[0]
+			if len(b) > room {
+				batch, bufs[0] = append(batch, b[:room]), b[room:]
+				break
+			}
+			batch, room = append(batch, b), room-len(b)
+			bufs = bufs[1:]
+		}
+		sc.batch = batch
+		n, err := batch.WriteTo(sc.c) // WriteTo consumes the slice header it is given: batch, not sc.batch
+		sc.sent += n
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var crlf = []byte("\r\n")
+
+// linkBody appends size bytes of the hot block to the reply's buffers,
+// the first at stream offset pos: each starts at the block's offset whose
+// address is pos's within 64 bytes, so the kernel's copy into its buffer
+// (which fills in stream order) has source and destination lined up.
+func (sc *sinkConn) linkBody(pos, size int64) {
+	base := int64(uintptr(unsafe.Pointer(&sc.s.hot[0])) % 64)
+	off := ((pos%64-base)%64 + 64) % 64
+	for size > 0 {
+		k := min(size, linkBlock) // a multiple of 64: the next starts lined up too
+		sc.bufs = append(sc.bufs, sc.s.hot[off:off+k])
+		size -= k
+	}
 }
 
 // Listen opens the sink's listener with a large accept backlog.

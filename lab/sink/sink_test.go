@@ -251,3 +251,45 @@ func TestSinkDropsSetPayloads(t *testing.T) {
 		})
 	}
 }
+
+// --link answers GETs with one block repeated (the link's load, not
+// values): every reply has the asked size and its framing, so replies of
+// an odd size that start the next one off a cache line still parse one
+// after another, and the body repeats with the block's period.
+func TestSinkLinkRepliesRepeatOneBlock(t *testing.T) {
+	const size, block = 1<<20 + 13, 128 << 10
+	s := sink.New(lab.OneSize(size), 1, 4, 0)
+	s.Link = true
+	c, err := net.DialTimeout("tcp", serve(t, s), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(c)
+	for i := range 5 {
+		key := lab.KeyName(uint32(i%4), 16)
+		if _, err := io.WriteString(c, "*2\r\n$3\r\nGET\r\n$16\r\n"+key+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil || line != "$"+strconv.Itoa(size)+"\r\n" {
+			t.Fatalf("reply %d: header %q, %v", i, line, err)
+		}
+		v := make([]byte, size+2)
+		if _, err := io.ReadFull(r, v); err != nil {
+			t.Fatal(err)
+		}
+		if string(v[size:]) != "\r\n" {
+			t.Fatalf("reply %d does not end in CRLF: %q", i, v[size:])
+		}
+		for j := 0; j+block < size; j++ {
+			if v[j] != v[j+block] {
+				t.Fatalf("reply %d: byte %d is not byte %d's repeat", i, j+block, j)
+			}
+		}
+		if zero := make([]byte, block); string(v[:block]) == string(zero) {
+			t.Fatalf("reply %d: the block is all zero bytes", i)
+		}
+	}
+}

@@ -159,7 +159,11 @@ func startSink(ctx context.Context, h infra.Host, size lab.Size) (port int, done
 	go func() {
 		defer close(done)
 		err := h.Exec(ctx, infra.Command{Argv: []string{bin, "sink", "--bind", h.DataAddr().String(), "-p", "0",
-			"-s", strconv.FormatInt(int64(size), 10), "-n", strconv.Itoa(sinkKeys), "--seed", "1"}, Stderr: pw})
+			"-s", strconv.FormatInt(int64(size), 10), "-n", strconv.Itoa(sinkKeys), "--seed", "1",
+			// The link's load, not values: what a server's memory costs
+			// its sends is not the link's (the bench reads with
+			// --verify none).
+			"--link"}, Stderr: pw})
 		pw.CloseWithError(io.EOF)
 		ended <- err
 	}()

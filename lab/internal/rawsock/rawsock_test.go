@@ -1,0 +1,61 @@
+package rawsock
+
+import (
+	"bytes"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// WritevChunk sends at most SendChunk bytes a call, whatever the iovecs'
+// sizes, and leaves the caller's iovecs as they were: the caller advances
+// them by what was written.
+func TestWritevChunkSendsAtMostAChunk(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+		want  int
+	}{
+		{"under a chunk", []int{10, 20, 30}, 60},
+		{"exactly a chunk", []int{SendChunk / 2, SendChunk / 2}, SendChunk},
+		{"one iovec over", []int{SendChunk + 1}, SendChunk},
+		{"cut in the second", []int{100, SendChunk, 5}, SendChunk},
+		{"cut at a boundary", []int{SendChunk, 7}, SendChunk},
+		{"8 MiB in three", []int{12, 8 << 20, 2}, SendChunk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p [2]int
+			if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(p[0])
+			defer unix.Close(p[1])
+			// Room for more than a chunk, so only WritevChunk can cut.
+			if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			var bufs [][]byte
+			var all []byte
+			iov := make([]unix.Iovec, len(tc.sizes))
+			for i, n := range tc.sizes {
+				b := bytes.Repeat([]byte{byte('a' + i)}, n)
+				bufs, all = append(bufs, b), append(all, b...)
+				SetIov(&iov[i], b)
+			}
+			n, err := WritevChunk(p[1], iov)
+			if err != nil || n != tc.want {
+				t.Fatalf("WritevChunk = %d, %v; want %d", n, err, tc.want)
+			}
+			for i, b := range bufs {
+				if int(iov[i].Len) != len(b) || iov[i].Base != &b[0] {
+					t.Errorf("iovec %d changed: len %d, want %d", i, iov[i].Len, len(b))
+				}
+			}
+			got := make([]byte, n+1)
+			m, _ := unix.Read(p[0], got)
+			if m != n || !bytes.Equal(got[:m], all[:n]) {
+				t.Errorf("the pipe holds %d bytes, not the first %d of the iovecs", m, n)
+			}
+		})
+	}
+}

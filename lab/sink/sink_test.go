@@ -104,6 +104,19 @@ func serve(t *testing.T, s *sink.Server) string {
 	return l.Addr().String()
 }
 
+// dial connects to a sink for the rest of the test, with a deadline that
+// ends a stuck exchange.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	return c
+}
+
 // getValue sends GET key and reads the bulk reply whole.
 func getValue(t *testing.T, r *bufio.Reader, c net.Conn, key string) []byte {
 	t.Helper()
@@ -132,12 +145,7 @@ func TestSinkServesEachKeyAtItsSize(t *testing.T) {
 	}
 	const seed, keys = 5, 12
 	s := sink.New(mix, seed, keys, 100)
-	c, err := net.DialTimeout("tcp", serve(t, s), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	c := dial(t, serve(t, s))
 	r := bufio.NewReader(c)
 	pattern := lab.NewValueLayout(int64(mix.Max()), seed)
 	seen := map[lab.Size]bool{}
@@ -174,12 +182,7 @@ func TestSinkDelaysEveryReply(t *testing.T) {
 	const delay = 30 * time.Millisecond
 	s := sink.New(lab.OneSize(4096), 1, 8, 0)
 	s.Delay = delay
-	c, err := net.DialTimeout("tcp", serve(t, s), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	c := dial(t, serve(t, s))
 	start := time.Now()
 	// Three pipelined requests: the third reply comes after three delays.
 	if _, err := io.WriteString(c, strings.Repeat("*1\r\n$4\r\nPING\r\n", 3)); err != nil {
@@ -260,12 +263,7 @@ func TestSinkLinkRepliesRepeatOneBlock(t *testing.T) {
 	const size, block = 1<<20 + 13, 128 << 10
 	s := sink.New(lab.OneSize(size), 1, 4, 0)
 	s.Link = true
-	c, err := net.DialTimeout("tcp", serve(t, s), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	c := dial(t, serve(t, s))
 	r := bufio.NewReader(c)
 	for i := range 5 {
 		key := lab.KeyName(uint32(i%4), 16)

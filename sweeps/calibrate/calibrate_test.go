@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func iperf3(t *testing.T, srv, cli *netns.Host, flows int, reverse bool, d time.
 	}
 	results := make(chan result, flows)
 	for range flows {
-		port := strconv.Itoa(labtest.FreePort(t))
+		port := strconv.Itoa(20000 + int(iperfPorts.Add(1)))
 		server := srv.Command(ctx, "iperf3", "-s", "-1", "-B", srv.DataAddr().String(), "-p", port)
 		if err := server.Start(); err != nil {
 			t.Fatal(err)
@@ -97,6 +98,14 @@ func iperf3(t *testing.T, srv, cli *netns.Host, flows int, reverse bool, d time.
 	}
 	return sum
 }
+
+// iperfPorts hands out the iperf3 servers' ports, each once. A port free
+// in this process's namespace (labtest.FreePort) says nothing of the
+// server namespace, where the servers listen: two servers were given one
+// port, the second could not bind, and both clients reached the first
+// ("the server is busy running a test", CI). The server namespace is this
+// test's own, and below the ephemeral range the sink's port comes from.
+var iperfPorts atomic.Int32
 
 // listening waits until something listens on port in h's namespace.
 func listening(t *testing.T, h *netns.Host, port string) {

@@ -146,6 +146,7 @@ type sinkConn struct {
 	args  [][]byte
 	bufs  net.Buffers
 	batch net.Buffers // one send call's part of bufs
+	out   net.Buffers // what WriteTo consumes of batch
 	reply []byte
 	hdr   [lab.ValueHeaderLen]byte
 	tail  [lab.ValueTrailerLen + 2]byte
@@ -377,7 +378,10 @@ func (sc *sinkConn) send() error {
 			bufs = bufs[1:]
 		}
 		sc.batch = batch
-		n, err := batch.WriteTo(sc.c) // WriteTo consumes the slice header it is given: batch, not sc.batch
+		// WriteTo consumes the header it is given, and a local one would
+		// escape to the heap on every call: a field, reset each time.
+		sc.out = batch
+		n, err := sc.out.WriteTo(sc.c)
 		sc.sent += n
 		if err != nil {
 			return err

@@ -120,8 +120,8 @@ func listening(t *testing.T, h *netns.Host, port string) {
 }
 
 // pairedBencher runs iperf3 in a calibration bench's configuration right
-// beside it (after it on odd calls, before it on even ones, so a drift
-// favours neither): the machine is shared and its load moves over seconds
+// beside it (after it in a configuration's first pair, before it in the
+// next, and so on, so a drift favours neither): the machine is shared and its load moves over seconds
 // (iperf3 alone read 10.8 and 14.9 Gbit/s a few seconds apart), so each
 // calibration figure is judged against the iperf3 figure measured next
 // to it, not against a median taken minutes away.
@@ -129,26 +129,28 @@ type pairedBencher struct {
 	t        *testing.T
 	b        sweeps.Bencher
 	srv, cli *netns.Host
-	calls    int
 	pairs    map[string][][2]float64 // by configuration: {ours, iperf3's}
 }
 
 func (p *pairedBencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
 	op := opOf(w.Ratio)
+	key := fmt.Sprintf("%s, %d flow(s)", op, w.Connections)
+	// Every other pair of a configuration runs iperf3 first (Measure runs
+	// the configurations in one order, so a count of all calls would not
+	// alternate within one).
+	before := len(p.pairs[key])%2 == 1
 	theirs := 0.0
 	peer := func() { theirs = iperf3(p.t, p.srv, p.cli, w.Connections, op == lab.OpGet, w.Duration.D()) }
-	p.calls++
-	if p.calls%2 == 0 {
+	if before {
 		peer()
 	}
 	r, err := p.b.Bench(ctx, w, mark)
 	if err != nil || r == nil {
 		return r, err
 	}
-	if p.calls%2 == 1 {
+	if !before {
 		peer()
 	}
-	key := fmt.Sprintf("%s, %d flow(s)", op, w.Connections)
 	p.pairs[key] = append(p.pairs[key], [2]float64{WireGbps(r, op), theirs})
 	return r, nil
 }

@@ -47,12 +47,13 @@ func Writev(fd int, iov []unix.Iovec) (int, error) {
 	return int(r), nil
 }
 
-// SendChunk bounds the bytes of one send call on the hot paths. A socket's
-// lock is held for the whole call and the ACKs that arrive meanwhile wait
-// in its backlog, so a call of megabytes sends in bursts: one flow on the
-// netns veth pair moved 12-13 Gbit/s in 8 MiB writes and 20-23 in 128 KiB
-// ones, the size iperf3 writes (a plain Python sender and reader, 2-vCPU
-// VM, alternating runs).
+// SendChunk bounds the bytes of one send call of the sink's GET replies
+// and the raw engine's plain-TCP requests. A socket's lock is held for
+// the whole call and the ACKs that arrive meanwhile wait in its backlog,
+// so a call of megabytes sends in bursts: one flow on the netns veth pair
+// moved 12-13 Gbit/s in 8 MiB writes and 20-23 in 128 KiB ones, the size
+// iperf3 writes (a plain Python sender and reader, 2-vCPU VM, alternating
+// runs).
 const SendChunk = 128 << 10
 
 // WritevChunk writes at most SendChunk bytes of iov with writev.

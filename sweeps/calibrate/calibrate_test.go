@@ -121,10 +121,11 @@ func listening(t *testing.T, h *netns.Host, port string) {
 
 // pairedBencher runs iperf3 in a calibration bench's configuration right
 // beside it (after it in a configuration's first pair, before it in the
-// next, and so on, so a drift favours neither): the machine is shared and its load moves over seconds
-// (iperf3 alone read 10.8 and 14.9 Gbit/s a few seconds apart), so each
-// calibration figure is judged against the iperf3 figure measured next
-// to it, not against a median taken minutes away.
+// next, and so on, so a drift favours neither): the machine is shared and
+// its load moves over seconds (iperf3 alone read 10.8 and 14.9 Gbit/s a
+// few seconds apart), so each calibration figure is judged against the
+// iperf3 figure measured next to it, not against a median taken minutes
+// away.
 type pairedBencher struct {
 	t        *testing.T
 	b        sweeps.Bencher
@@ -199,6 +200,17 @@ func TestCalibrationMatchesIperf3(t *testing.T) {
 		NICs: []sweeps.NICSource{&local.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
 		Log:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
 	k := sweeps.Calibration{Warmup: lab.Duration(time.Second), Duration: lab.Duration(d), ValueSize: 8 << 20}
+	// The four configurations, by the key pairedBencher files them under,
+	// and where the link record keeps each.
+	configs := []struct {
+		key  string
+		kept func(*sweeps.Link) float64
+	}{
+		{"GET, 1 flow(s)", func(l *sweeps.Link) float64 { return l.GET.PerFlowGbps }},
+		{"SET, 1 flow(s)", func(l *sweeps.Link) float64 { return l.SET.PerFlowGbps }},
+		{"GET, 4 flow(s)", func(l *sweeps.Link) float64 { return l.GET.Gbps }},
+		{"SET, 4 flow(s)", func(l *sweeps.Link) float64 { return l.SET.Gbps }},
+	}
 	var ls []*sweeps.Link
 	for range rounds {
 		l, err := Measure(context.Background(), p, k, flows)
@@ -218,18 +230,15 @@ func TestCalibrationMatchesIperf3(t *testing.T) {
 			t.Errorf("link %+v", l)
 		}
 		// What the record keeps is what the bench measured.
-		for _, c := range []struct {
-			key  string
-			kept float64
-		}{{"GET, 1 flow(s)", l.GET.PerFlowGbps}, {"SET, 1 flow(s)", l.SET.PerFlowGbps},
-			{"GET, 4 flow(s)", l.GET.Gbps}, {"SET, 4 flow(s)", l.SET.Gbps}} {
-			if !slices.ContainsFunc(pb.pairs[c.key], func(p [2]float64) bool { return p[0] == c.kept }) {
-				t.Errorf("%s: the link records %.2f Gbps, which no bench measured (%v)", c.key, c.kept, pb.pairs[c.key])
+		for _, c := range configs {
+			kept := c.kept(l)
+			if !slices.ContainsFunc(pb.pairs[c.key], func(p [2]float64) bool { return p[0] == kept }) {
+				t.Errorf("%s: the link records %.2f Gbps, which no bench measured (%v)", c.key, kept, pb.pairs[c.key])
 			}
 		}
 	}
-	for _, key := range []string{"GET, 1 flow(s)", "SET, 1 flow(s)", "GET, 4 flow(s)", "SET, 4 flow(s)"} {
-		pairs := pb.pairs[key]
+	for _, c := range configs {
+		key, pairs := c.key, pb.pairs[c.key]
 		var ratios []float64
 		for _, p := range pairs {
 			if p[0] <= 0 || p[1] <= 0 {

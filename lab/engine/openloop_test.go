@@ -144,11 +144,8 @@ func TestOpenLoopKeepsUpWithinOnePercent(t *testing.T) {
 			w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 4, Threads: 1, Keyspace: 16,
 				ValueSz: lab.OneSize(4096), Prefill: true, Rate: lab.Rate{PerSec: 400}, Engine: name,
 				Warmup: lab.Duration(500 * time.Millisecond), Duration: lab.Duration(3 * time.Second), Seed: 5}
-			// This VM shares its host, and one stall of a fifth of a
-			// second makes 70 of 1200 requests late at once (CI, 5.8 %),
-			// or pushes the window's last one past its end (1199 sent).
-			// What is the engine's shows in every try: up to three tries,
-			// and the first that meets every bound passes.
+			// A stall can also push the window's last request past its
+			// end (1199 sent): upToThreeTries says why it tries again.
 			judge := func(res *lab.Result) []string {
 				ol := res.OpenLoop
 				if ol == nil || ol.Offered != 400 {
@@ -175,19 +172,7 @@ func TestOpenLoopKeepsUpWithinOnePercent(t *testing.T) {
 				t.Logf("%s: achieved %.2f of %.0f/s, %d of %d late", name, ol.Achieved, ol.Offered, ol.Late, ol.Sent)
 				return problems
 			}
-			for try := 1; ; try++ {
-				problems := judge(run(t, w))
-				if len(problems) == 0 {
-					break
-				}
-				if try == 3 {
-					for _, p := range problems {
-						t.Error(p)
-					}
-					break
-				}
-				t.Logf("try %d: %s; once more", try, strings.Join(problems, "; "))
-			}
+			upToThreeTries(t, func() []string { return judge(run(t, w)) })
 		})
 	}
 }
@@ -303,6 +288,29 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 	}
 }
 
+// upToThreeTries runs a timing test's try until one finds no problems,
+// three tries at most, and fails t with the last try's problems. This VM
+// shares its host: one stall of a fifth of a second makes a burst of paced
+// requests late at once, or a probe's idle p99 read above its p99 under
+// load (CI: 70 of 1200 late; idle 512 µs, beside 5/s 398 µs). What is the
+// engine's shows in every try; each try's problems are logged.
+func upToThreeTries(t *testing.T, try func() []string) {
+	t.Helper()
+	for n := 1; ; n++ {
+		problems := try()
+		if len(problems) == 0 {
+			return
+		}
+		if n == 3 {
+			for _, p := range problems {
+				t.Error(p)
+			}
+			return
+		}
+		t.Logf("try %d: %s; once more", n, strings.Join(problems, "; "))
+	}
+}
+
 // With almost no main load the probe's added latency is not above zero
 // beyond its noise band: the probe measures the main load, not itself.
 func TestProbeAddsNothingBesideATinyLoad(t *testing.T) {
@@ -312,24 +320,28 @@ func TestProbeAddsNothingBesideATinyLoad(t *testing.T) {
 	w.Warmup, w.Duration = lab.Duration(2*time.Second), lab.Duration(2*time.Second)
 	w.Port = startSink(t, w, 0)
 	w.Prefill = true
-	res := run(t, w)
-	p := res.Probe
-	if p == nil {
-		t.Fatal("no probe in the record")
-	}
-	if p.Idle.Count < 90 || p.Latency.Count < 350 || p.Errors > 0 || p.Offered != 200 || len(p.Series) != 2 {
-		t.Fatalf("probe %d idle, %d under load, %d errors, %v/s, %d seconds", p.Idle.Count, p.Latency.Count, p.Errors, p.Offered, len(p.Series))
-	}
-	if !(p.AddedLow <= p.AddedP99 && p.AddedP99 <= p.AddedHigh) {
-		t.Errorf("added p99 %.0f µs outside its band [%.0f, %.0f]", p.AddedP99, p.AddedLow, p.AddedHigh)
-	}
-	if p.AddedHigh < 0 {
-		t.Errorf("added p99 %.0f µs [%.0f, %.0f]: below zero beyond its noise band", p.AddedP99, p.AddedLow, p.AddedHigh)
-	}
-	if g := res.Ops[lab.OpGet]; g.Ops < 8 || g.Ops > 12 {
-		t.Errorf("the main load completed %d GETs at 5/s for 2 s: the probe's are counted apart", g.Ops)
-	}
-	t.Logf("probe p99 alone %.0f µs, beside 5/s %.0f µs: added %.0f [%.0f, %.0f]", p.Idle.P99, p.Latency.P99, p.AddedP99, p.AddedLow, p.AddedHigh)
+	upToThreeTries(t, func() []string {
+		res := run(t, w)
+		p := res.Probe
+		if p == nil {
+			return []string{"no probe in the record"}
+		}
+		if p.Idle.Count < 90 || p.Latency.Count < 350 || p.Errors > 0 || p.Offered != 200 || len(p.Series) != 2 {
+			return []string{fmt.Sprintf("probe %d idle, %d under load, %d errors, %v/s, %d seconds", p.Idle.Count, p.Latency.Count, p.Errors, p.Offered, len(p.Series))}
+		}
+		var problems []string
+		if !(p.AddedLow <= p.AddedP99 && p.AddedP99 <= p.AddedHigh) {
+			problems = append(problems, fmt.Sprintf("added p99 %.0f µs outside its band [%.0f, %.0f]", p.AddedP99, p.AddedLow, p.AddedHigh))
+		}
+		if p.AddedHigh < 0 {
+			problems = append(problems, fmt.Sprintf("added p99 %.0f µs [%.0f, %.0f]: below zero beyond its noise band", p.AddedP99, p.AddedLow, p.AddedHigh))
+		}
+		if g := res.Ops[lab.OpGet]; g.Ops < 8 || g.Ops > 12 {
+			problems = append(problems, fmt.Sprintf("the main load completed %d GETs at 5/s for 2 s: the probe's are counted apart", g.Ops))
+		}
+		t.Logf("probe p99 alone %.0f µs, beside 5/s %.0f µs: added %.0f [%.0f, %.0f]", p.Idle.P99, p.Latency.P99, p.AddedP99, p.AddedLow, p.AddedHigh)
+		return problems
+	})
 }
 
 // A probe's keys are written by the prefill at the probe's size, after

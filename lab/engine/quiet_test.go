@@ -67,12 +67,14 @@ func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {
 			t.Fatalf("%s threads: %v", s.name, s.err)
 		}
 		t.Logf("%s: busiest thread %.2f CPU seconds in 2 s, the other threads slept %.0f times a second", s.name, s.cpu, s.wakes)
-		if s.cpu < 0.5 {
+		if s.cpu < 0.2 {
 			t.Errorf("%s: its busiest thread used %.2f CPU seconds of 2: no stream to judge", s.name, s.cpu)
 		}
-		// Measured: 2,900-5,000 before, 200-750 after.
-		if s.wakes > 1500 {
-			t.Errorf("%s: the threads beside the one moving bytes slept %.0f times a second; want at most 1500", s.name, s.wakes)
+		// Measured on loopback: 3,570-4,060 before (either side); after,
+		// the sink 760-1,060 (its goroutine still parks in the netpoller
+		// when the socket is full), the bench 200.
+		if s.wakes > 2000 {
+			t.Errorf("%s: the threads beside the one moving bytes slept %.0f times a second; want at most 2000", s.name, s.wakes)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,6 +154,8 @@ type sinkConn struct {
 	// sent is the bytes written on the connection: where the next
 	// reply's bytes start in the stream, for Link's alignment.
 	sent int64
+	// yielded is when the goroutine last yielded (yield).
+	yielded time.Time
 	// copyDrop reads SET payloads into user space and throws them away
 	// instead of dropping them in the kernel: LINERATE_NO_MSG_TRUNC=1, the
 	// bench's own switch, so both ends copy as iperf3 and servers do (the
@@ -187,6 +190,7 @@ func (s *Server) serveConn(c net.Conn) error {
 	}
 	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}
 	for {
+		sc.yield()
 		if err := sc.serveOne(); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return nil
@@ -378,6 +382,7 @@ func (sc *sinkConn) send() error {
 			bufs = bufs[1:]
 		}
 		sc.batch = batch
+		sc.yield()
 		// WriteTo consumes the header it is given, and a local one would
 		// escape to the heap on every call: a field, reset each time.
 		sc.out = batch
@@ -391,6 +396,22 @@ func (sc *sinkConn) send() error {
 }
 
 var crlf = []byte("\r\n")
+
+// yieldEvery is how long a connection's goroutine runs before it yields.
+const yieldEvery = 2 * time.Millisecond
+
+// yield lets the scheduler start a new time slice once yieldEvery has
+// passed. Go's net writes and reads are system calls the scheduler is told
+// of; a goroutine found in one past its 10 ms slice has its P taken back
+// by the runtime's monitor, which then polls every 20 µs for a while (the
+// cost: rawsock's package comment). A slice that never runs out is never
+// taken back. Gosched on a goroutine alone on its P returns at once.
+func (sc *sinkConn) yield() {
+	if now := time.Now(); now.Sub(sc.yielded) >= yieldEvery {
+		runtime.Gosched()
+		sc.yielded = now
+	}
+}
 
 // linkBody appends size bytes of the hot block to the reply's buffers,
 // the first at stream offset pos: each starts at the block's offset whose

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +23,16 @@ import (
 // 2 ms so its time slice never runs out. Either one undone breaks this.
 func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {
 	bin := labtest.Binary(t)
+	// The sink's figure moves with the machine's load (its goroutine parks
+	// in the netpoller when the socket is full, more often on busy CPUs:
+	// 2,781 once beside the other packages' tests), so this test runs
+	// alone and gets three tries, as the open-loop timing tests do.
+	upToThreeTries(t, func() []string { return quietTry(t, bin) })
+}
+
+// quietTry streams GETs between a sink and a bench for 4 s and samples
+// both processes' threads over 2 s in the middle.
+func quietTry(t *testing.T, bin string) []string {
 	port := strconv.Itoa(labtest.FreePort(t))
 	env := append(os.Environ(), "LINERATE_NO_MSG_TRUNC=1") // both copy, as the link calibration does
 	sink := exec.Command(bin, "sink", "--bind", "127.0.0.1", "-p", port, "-s", "8388608", "-n", "16", "--seed", "1", "--link")
@@ -47,12 +58,12 @@ func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {
 		err        error
 	}
 	sides := []*side{{name: "sink", pid: sink.Process.Pid}, {name: "bench", pid: bench.Process.Pid}}
-	ch := make(chan struct{})
+	measured := make(chan struct{})
 	for _, s := range sides {
-		go func() { s.wakes, s.cpu, s.err = labtest.SideWakeups(s.pid, 2*time.Second); ch <- struct{}{} }()
+		go func() { s.wakes, s.cpu, s.err = labtest.SideWakeups(s.pid, 2*time.Second); measured <- struct{}{} }()
 	}
-	<-ch
-	<-ch
+	<-measured
+	<-measured
 	select {
 	case err := <-done:
 		if err != nil {
@@ -62,19 +73,20 @@ func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {
 		_ = bench.Process.Kill()
 		t.Fatal("bench did not end")
 	}
+	var problems []string
 	for _, s := range sides {
 		if s.err != nil {
 			t.Fatalf("%s threads: %v", s.name, s.err)
 		}
 		t.Logf("%s: busiest thread %.2f CPU seconds in 2 s, the other threads slept %.0f times a second", s.name, s.cpu, s.wakes)
 		if s.cpu < 0.2 {
-			t.Errorf("%s: its busiest thread used %.2f CPU seconds of 2: no stream to judge", s.name, s.cpu)
+			problems = append(problems, fmt.Sprintf("%s: its busiest thread used %.2f CPU seconds of 2: no stream to judge", s.name, s.cpu))
 		}
-		// Measured on loopback: 3,570-4,060 before (either side); after,
-		// the sink 760-1,060 (its goroutine still parks in the netpoller
-		// when the socket is full), the bench 200.
+		// Measured on loopback, run alone: 3,570-4,060 before (either
+		// side); after, the sink 760-1,060, the bench 200.
 		if s.wakes > 2000 {
-			t.Errorf("%s: the threads beside the one moving bytes slept %.0f times a second; want at most 2000", s.name, s.wakes)
+			problems = append(problems, fmt.Sprintf("%s: the threads beside the one moving bytes slept %.0f times a second; want at most 2000", s.name, s.wakes))
 		}
 	}
+	return problems
 }

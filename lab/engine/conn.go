@@ -64,6 +64,7 @@ type rconn struct {
 	valLen    int64 // bulk length of the reply being read
 	pos       int64 // bytes of value+CRLF consumed
 	replyIn   uint64
+	lowat     int // the socket's SO_RCVLOWAT as set by wakeFor; 0 is the kernel's 1
 	failKind  errIdx
 	vhdr      [lab.ValueHeaderLen]byte
 	vtail     [lab.ValueTrailerLen + 2]byte
@@ -127,7 +128,7 @@ func (c *rconn) reconnect() {
 }
 
 func (w *worker) register(c *rconn, fd int) error {
-	c.fd = fd
+	c.fd, c.lowat = fd, 0
 	// MSG_TRUNC drops payload without copying only on TCP; on any other
 	// socket the kernel would copy into the small discard buffer.
 	if proto, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || proto != unix.IPPROTO_TCP {

@@ -44,6 +44,7 @@ func (c *rconn) readMore() (int, error) {
 		lo, hi := c.checkedRange()
 		if c.pos >= lo && c.pos < hi {
 			want := hi - c.pos
+			c.wakeFor(want)
 			if c.failKind != ok || w.w.Verify != lab.VerifyFull {
 				if !w.noTrunc {
 					n, err := rawsock.Discard(c.fd, int(min(want, rawsock.MaxDiscard)))
@@ -69,6 +70,7 @@ func (c *rconn) readMore() (int, error) {
 			return n, err
 		}
 	}
+	c.wakeFor(0)
 	if c.rlo == c.rhi {
 		c.rlo, c.rhi = 0, 0
 	} else if c.rhi == len(c.rbuf) {
@@ -84,6 +86,23 @@ func (c *rconn) readMore() (int, error) {
 		c.rhi += n
 	}
 	return n, err
+}
+
+// wakeFor sets how many bytes the kernel gathers before it wakes this
+// connection's worker, for left bytes of the payload still to come
+// (rawsock.LowatFor). readMore calls it before every read, and the worker
+// waits only after a read found nothing, so it never waits for more than
+// is coming. Plain TCP only: under TLS the socket's bytes are records,
+// not the payload. A failed setsockopt leaves the mark as it was, which
+// only costs wake-ups.
+func (c *rconn) wakeFor(left int64) {
+	want := 1
+	if c.tls == nil {
+		want = rawsock.LowatFor(left)
+	}
+	if want != max(c.lowat, 1) && rawsock.SetRecvLowat(c.fd, want) == nil {
+		c.lowat = want
+	}
 }
 
 // checkedRange is the part of the value that is not looked at in the small

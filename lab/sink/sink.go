@@ -156,6 +156,9 @@ type sinkConn struct {
 	sent int64
 	// yielded is when the goroutine last yielded (yield).
 	yielded time.Time
+	// lowat is the socket's SO_RCVLOWAT as wakeFor set it; 0 is the
+	// kernel's 1.
+	lowat int
 	// copyDrop reads SET payloads into user space and throws them away
 	// instead of dropping them in the kernel: LINERATE_NO_MSG_TRUNC=1, the
 	// bench's own switch, so both ends copy as iperf3 and servers do (the
@@ -164,13 +167,30 @@ type sinkConn struct {
 }
 
 func (s *Server) serveConn(c net.Conn) error {
+	sc, err := s.newConn(c)
+	if err != nil {
+		return err
+	}
+	for {
+		sc.yield()
+		if err := sc.serveOne(); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// newConn sets up one connection's state.
+func (s *Server) newConn(c net.Conn) (*sinkConn, error) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return errors.New("sink needs TCP")
+		return nil, errors.New("sink needs TCP")
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.Link {
 		s.hotOnce.Do(func() {
@@ -188,16 +208,7 @@ func (s *Server) serveConn(c net.Conn) error {
 		// 14.7-18.6 Gbit/s, 128 KiB 20.4-21.5, 256 KiB 18.4-19.3, 1 MiB 15.
 		rsize = 256 << 10
 	}
-	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}
-	for {
-		sc.yield()
-		if err := sc.serveOne(); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-	}
+	return &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}, nil
 }
 
 // readLine reads one CRLF-terminated line.
@@ -273,17 +284,21 @@ func (sc *sinkConn) drop(n int64) error {
 		n -= k
 	}
 	for sc.copyDrop && n > 0 {
-		got, err := sc.r.Discard(int(min(n, 1<<30)))
+		sc.wakeFor(n)
+		// bufio waits inside Discard without asking again: a chunk
+		// that leaves the low mark's worth.
+		got, err := sc.r.Discard(int(min(rawsock.ChunkBefore(n), 1<<30)))
 		n -= int64(got)
 		if err != nil {
 			return err
 		}
 	}
 	for n > 0 {
+		sc.wakeFor(n)
 		var got int
 		var rerr error
 		err := sc.raw.Read(func(fd uintptr) bool {
-			got, rerr = rawsock.Discard(int(fd), int(min(n, rawsock.MaxDiscard)))
+			got, rerr = rawsock.Discard(int(fd), int(min(rawsock.ChunkBefore(n), rawsock.MaxDiscard)))
 			return !rawsock.IsAgain(rerr)
 		})
 		if err != nil {
@@ -298,6 +313,22 @@ func (sc *sinkConn) drop(n int64) error {
 		n -= int64(got)
 	}
 	return nil
+}
+
+// wakeFor sets how many bytes the kernel gathers before it wakes this
+// connection's goroutine, for left bytes of a SET's payload still to come
+// (rawsock.LowatFor, as the raw engine's readers do). A failed setsockopt
+// leaves the mark as it was, which only costs wake-ups.
+func (sc *sinkConn) wakeFor(left int64) {
+	want := rawsock.LowatFor(left)
+	if want == max(sc.lowat, 1) {
+		return
+	}
+	sc.raw.Control(func(fd uintptr) {
+		if rawsock.SetRecvLowat(int(fd), want) == nil {
+			sc.lowat = want
+		}
+	})
 }
 
 func (sc *sinkConn) simple(s string) error {

@@ -164,23 +164,25 @@ func (p *pairedBencher) Bench(ctx context.Context, w lab.Workload, mark func(lab
 // judged.
 //
 // The bound is 20 %; this test holds 0.4-1.3, and says why. On a
-// veth the CPUs, not a wire, are the limit, and alone on the pair
-// linerate moves fewer bytes than iperf3: over three runs of this test the
-// medians were 0.60-0.63 (GET, one flow), 0.60-0.75 (SET, one flow),
-// 0.71-0.75 (GET, 4 flows) and 0.67-0.82 (SET, 4 flows), single pairs
-// 0.36-1.22. A fifth of one-flow pairs fell under 0.5, so a median of five
-// would fall under 0.5 about one run in twenty; under 0.4 it is one in
-// three hundred. Run at the same time on the same veth, one flow of each
-// moves the same (GET 0.91-1.04 in three tries, SET 0.98-1.01 in two):
-// per byte the two cost alike, so the gap is in how one flow keeps both
-// CPUs busy when alone, not in the copies; its cause is not found yet.
-// What closed part of it: sends of at most 128 KiB a call, the
-// sink's --link replies and two requests in flight (one SET flow: 10-16
-// Gbit/s before, 15-23 after). What made no difference that showed through
-// the noise: a sink on blocking sockets, the bench's read size (128 or 256
+// veth the CPUs, not a wire, are the limit. Three runs of this test after
+// the runtime's monitor was kept asleep and readers woke per 256 KiB had
+// medians of 0.61-0.88 (GET, one flow), 0.67-0.88 (SET, one flow),
+// 0.94-1.01 (GET, 4 flows) and 0.84-0.91 (SET, 4 flows); single pairs
+// 0.52-1.27, a sixth of one-flow pairs under 0.6 and none under 0.5.
+// Before those two changes the medians were 0.60-0.91, a fifth of
+// one-flow pairs under 0.5. A bound of 0.8 would have failed one of the
+// three runs on the one-flow medians, which move with the machine (iperf3
+// alone reads 15-30 Gbit/s here within minutes); under 0.4 a median needs
+// three of five pairs there, and no pair has fallen under 0.5 since.
+// What closed the gap, in order: sends of at most 128 KiB a call, the
+// sink's --link replies, two requests in flight, socket calls that do not
+// wake the Go runtime's monitor (rawsock), and SO_RCVLOWAT while a large
+// payload is coming. What made no difference that showed through the
+// noise: a sink on blocking sockets, the bench's read size (128 or 256
 // KiB), pinning the sink and the bench to one CPU or to two, the veth's
-// queue count. Above 1.3 the calibration would claim more than iperf3
-// finds on the same link, which no cheaper sink explains.
+// queue count, the reader's buffer lined up with the stream.
+// Above 1.3 the calibration would claim more than iperf3 finds on the
+// same link, which no cheaper sink explains.
 //
 // A veth is no wire: it moves bytes as fast as the CPUs copy them, so the
 // receivers must copy alike. iperf3 reads every byte into user space; the

@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"net"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/internal/rawsock"
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 // A connection in the middle of a large payload asks the kernel to wake
@@ -18,22 +18,8 @@ import (
 // the copying modes.
 func TestReaderWakesPerChunkOnlyWhileAChunkIsComing(t *testing.T) {
 	for _, noTrunc := range []bool{false, true} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		cl, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		sv, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sv.Close()
-		f, err := cl.(*net.TCPConn).File() // a blocking duplicate: set it non-blocking, as the engine's are
+		cl, _ := labtest.LoopbackPair(t)
+		f, err := cl.File() // a blocking duplicate: set it non-blocking, as the engine's are
 		if err != nil {
 			t.Fatal(err)
 		}

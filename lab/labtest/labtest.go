@@ -302,3 +302,25 @@ func StartCluster(t testing.TB, bin string, n int) []*Server {
 	}
 	return servers
 }
+
+// LoopbackPair is a connected TCP pair on loopback, both ends closed when
+// the test ends: the dialling end and the accepted one.
+func LoopbackPair(t testing.TB) (dialled, accepted *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	a, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return d.(*net.TCPConn), a.(*net.TCPConn)
+}

@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/internal/rawsock"
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 // While it drops a SET's payload, the sink lets the kernel gather
@@ -19,21 +19,7 @@ func TestDropWakesPerChunkUntilThePayloadsEnd(t *testing.T) {
 	for _, copyDrop := range []string{"0", "1"} {
 		t.Run("LINERATE_NO_MSG_TRUNC="+copyDrop, func(t *testing.T) {
 			t.Setenv("LINERATE_NO_MSG_TRUNC", copyDrop)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			cl, err := net.Dial("tcp", l.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			c, err := l.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			cl, c := labtest.LoopbackPair(t)
 			sc, err := New(lab.OneSize(1024), 1, 1, 0).newConn(c)
 			if err != nil {
 				t.Fatal(err)

@@ -26,11 +26,17 @@ func authCommand(w lab.Workload) []byte {
 
 // authRaw authenticates a fresh data connection before it joins an epoll
 // loop. It runs once per connection, off the hot path.
-func authRaw(fd int, cmd []byte) error {
+func authRaw(fd int, cmd []byte) (err error) {
 	if err := unix.SetNonblock(fd, false); err != nil {
 		return err
 	}
-	defer unix.SetNonblock(fd, true)
+	// The socket must be non-blocking again before it joins the loop:
+	// rawsock's raw reads would block the worker's thread for good.
+	defer func() {
+		if e := unix.SetNonblock(fd, true); e != nil && err == nil {
+			err = fmt.Errorf("socket back to non-blocking after AUTH: %w", e)
+		}
+	}()
 	tv := unix.NsecToTimeval(int64(authTimeout))
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	defer func() {

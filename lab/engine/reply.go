@@ -93,8 +93,8 @@ func (c *rconn) readMore() (int, error) {
 // (rawsock.LowatFor). readMore calls it before every read, and the worker
 // waits only after a read found nothing, so it never waits for more than
 // is coming. Plain TCP only: under TLS the socket's bytes are records,
-// not the payload. A failed setsockopt leaves the mark as it was, which
-// only costs wake-ups.
+// not the payload. A failed setsockopt leaves c.lowat as it was, so the
+// next read asks again; on an open socket it does not fail.
 func (c *rconn) wakeFor(left int64) {
 	want := 1
 	if c.tls == nil {

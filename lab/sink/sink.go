@@ -157,8 +157,15 @@ type sinkConn struct {
 	// yielded is when the goroutine last yielded (yield).
 	yielded time.Time
 	// lowat is the socket's SO_RCVLOWAT as wakeFor set it; 0 is the
-	// kernel's 1.
-	lowat int
+	// kernel's 1. lowatWant is what setLowat sets.
+	lowat, lowatWant int
+	// The kernel drop's state, for dropCall.
+	dropLeft int64
+	dropGot  int
+	dropErr  error
+	// Method values made once: one made per call escapes to the heap.
+	setLowat func(uintptr)
+	dropCall func(uintptr) bool
 	// copyDrop reads SET payloads into user space and throws them away
 	// instead of dropping them in the kernel: LINERATE_NO_MSG_TRUNC=1, the
 	// bench's own switch, so both ends copy as iperf3 and servers do (the
@@ -208,7 +215,9 @@ func (s *Server) newConn(c net.Conn) (*sinkConn, error) {
 		// 14.7-18.6 Gbit/s, 128 KiB 20.4-21.5, 256 KiB 18.4-19.3, 1 MiB 15.
 		rsize = 256 << 10
 	}
-	return &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}, nil
+	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}
+	sc.setLowat, sc.dropCall = sc.setLowatOnce, sc.dropOnce
+	return sc, nil
 }
 
 // readLine reads one CRLF-terminated line.
@@ -284,51 +293,62 @@ func (sc *sinkConn) drop(n int64) error {
 		n -= k
 	}
 	for sc.copyDrop && n > 0 {
+		sc.yield()
 		sc.wakeFor(n)
-		// bufio waits inside Discard without asking again: a chunk
-		// that leaves the low mark's worth.
-		got, err := sc.r.Discard(int(min(rawsock.ChunkBefore(n), 1<<30)))
+		// bufio waits inside Discard without asking again: a piece that
+		// leaves the low mark's worth, and at most a MiB, so the loop
+		// yields as often as a send does.
+		got, err := sc.r.Discard(int(min(rawsock.ChunkBefore(n), 1<<20)))
 		n -= int64(got)
 		if err != nil {
 			return err
 		}
 	}
 	for n > 0 {
+		sc.yield()
 		sc.wakeFor(n)
-		var got int
-		var rerr error
-		err := sc.raw.Read(func(fd uintptr) bool {
-			got, rerr = rawsock.Discard(int(fd), int(min(rawsock.ChunkBefore(n), rawsock.MaxDiscard)))
-			return !rawsock.IsAgain(rerr)
-		})
-		if err != nil {
+		sc.dropLeft = n
+		if err := sc.raw.Read(sc.dropCall); err != nil {
 			return err
 		}
-		if rerr != nil {
-			return rerr
+		if sc.dropErr != nil {
+			return sc.dropErr
 		}
-		if got == 0 {
+		if sc.dropGot == 0 {
 			return io.EOF
 		}
-		n -= int64(got)
+		n -= int64(sc.dropGot)
 	}
 	return nil
+}
+
+// dropOnce drops up to dropLeft bytes in the kernel: sc.dropCall, what
+// raw.Read calls again until the socket has something (it returns after
+// any progress, and wakeFor runs before the next call).
+func (sc *sinkConn) dropOnce(fd uintptr) bool {
+	sc.dropGot, sc.dropErr = rawsock.Discard(int(fd), int(min(sc.dropLeft, rawsock.MaxDiscard)))
+	return !rawsock.IsAgain(sc.dropErr)
 }
 
 // wakeFor sets how many bytes the kernel gathers before it wakes this
 // connection's goroutine, for left bytes of a SET's payload still to come
 // (rawsock.LowatFor, as the raw engine's readers do). A failed setsockopt
-// leaves the mark as it was, which only costs wake-ups.
+// leaves sc.lowat as it was, so the next call asks again; on an open
+// socket it does not fail.
 func (sc *sinkConn) wakeFor(left int64) {
 	want := rawsock.LowatFor(left)
 	if want == max(sc.lowat, 1) {
 		return
 	}
-	sc.raw.Control(func(fd uintptr) {
-		if rawsock.SetRecvLowat(int(fd), want) == nil {
-			sc.lowat = want
-		}
-	})
+	sc.lowatWant = want
+	_ = sc.raw.Control(sc.setLowat)
+}
+
+// setLowatOnce sets the socket's mark to lowatWant: sc.setLowat.
+func (sc *sinkConn) setLowatOnce(fd uintptr) {
+	if rawsock.SetRecvLowat(int(fd), sc.lowatWant) == nil {
+		sc.lowat = sc.lowatWant
+	}
 }
 
 func (sc *sinkConn) simple(s string) error {

@@ -116,7 +116,13 @@ func ChunkBefore(left int64) int64 {
 // SetRecvLowat sets fd's SO_RCVLOWAT. The kernel makes room for it in the
 // receive buffer (twice n) unless the buffer's size was fixed by hand.
 func SetRecvLowat(fd, n int) error {
-	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, n)
+	v := int32(n)
+	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT,
+		uintptr(unsafe.Pointer(&v)), 4, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // SetIov points v at p.
@@ -135,18 +141,18 @@ func IsAgain(err error) bool { return err == unix.EAGAIN || err == syscall.EWOUL
 // EpollWait waits for events up to timeout with nanosecond precision
 // (epoll_pwait2, Linux 5.11), so a paced request is not held to the next
 // millisecond; on a kernel without it, it sets *old and waits with
-// epoll_wait's milliseconds, rounded up, from then on. A negative timeout
-// waits without limit.
+// epoll_wait's milliseconds, rounded up, from then on. The timeout must
+// not be negative: a raw wait without a limit could end only by a signal,
+// and none comes under GODEBUG=asyncpreemptoff=1 (there, a stop of the
+// world waits out a worker's wait, at most its timeout).
 func EpollWait(epfd int, events []unix.EpollEvent, timeout time.Duration, old *bool) (int, error) {
+	if timeout < 0 {
+		return 0, unix.EINVAL
+	}
 	if !*old {
-		var ts *unix.Timespec
-		var t unix.Timespec
-		if timeout >= 0 {
-			t = unix.NsecToTimespec(int64(timeout))
-			ts = &t
-		}
+		t := unix.NsecToTimespec(int64(timeout))
 		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])),
-			uintptr(len(events)), uintptr(unsafe.Pointer(ts)), 0, 0)
+			uintptr(len(events)), uintptr(unsafe.Pointer(&t)), 0, 0)
 		if e != unix.ENOSYS {
 			if e != 0 {
 				return 0, e
@@ -155,10 +161,7 @@ func EpollWait(epfd int, events []unix.EpollEvent, timeout time.Duration, old *b
 		}
 		*old = true
 	}
-	ms := -1
-	if timeout >= 0 {
-		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
-	}
+	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
 	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])),
 		uintptr(len(events)), uintptr(ms), 0, 0)
 	if e != 0 {

@@ -3,6 +3,7 @@ package rawsock
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,5 +58,25 @@ func TestWritevChunkSendsAtMostAChunk(t *testing.T) {
 				t.Errorf("the pipe holds %d bytes, not the first %d of the iovecs", m, n)
 			}
 		})
+	}
+}
+
+// A raw wait without a limit is refused: only a signal could end it.
+func TestEpollWaitRefusesANegativeTimeout(t *testing.T) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(epfd)
+	events := make([]unix.EpollEvent, 1)
+	for _, old := range []bool{false, true} {
+		if _, err := EpollWait(epfd, events, -1, &old); err != unix.EINVAL {
+			t.Errorf("old=%v: a negative timeout gave %v, want EINVAL", old, err)
+		}
+		// A signal to the thread (the runtime's preemption) cuts a raw
+		// wait short: EINTR, which the engine's loop takes as no event.
+		if n, err := EpollWait(epfd, events, time.Millisecond, &old); n != 0 || (err != nil && err != unix.EINTR) {
+			t.Errorf("old=%v: a 1 ms wait on nothing gave %d, %v", old, n, err)
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // every 20 µs again for a while: a process that lives in read and writev
 // calls woke it 3,000-5,000 times a second on these 2-vCPU VMs, and each
 // wake-up takes a CPU the copies need (one flow on the netns veth moved
-// 11-20 Gbit/s with it, 14-24 without, alternating runs). The bench makes
+// 11-21 Gbit/s with it, 14-24 without, alternating runs). The bench makes
 // its socket calls without telling the scheduler; the sink yields every
 // 2 ms so its time slice never runs out. Either one undone breaks this.
 func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {

@@ -86,10 +86,10 @@ func WritevChunk(fd int, iov []unix.Iovec) (int, error) {
 // RecvLowat is how many bytes a reader in the middle of a large payload
 // lets the kernel gather before it wakes (SO_RCVLOWAT), while at least
 // that many are still to come. Woken per 64 KiB segment, the reader and
-// the sender's wake-ups cost a flow on the netns veth a fifth to a third
-// of its rate: one GET flow moved 14-20 Gbit/s woken per segment and
-// 19-23 woken per 256 KiB, 4 flows 19-22 and 20-28 (alternating runs, a
-// 2-vCPU VM; iperf3 read 19-26 and 22-24 between them).
+// the sender's wake-ups cost a flow on the netns veth about a fifth of its
+// rate: one GET flow moved a median 16.0 Gbit/s woken per segment and
+// 20.6 woken per 256 KiB over eight alternating runs, 4 flows 20.1 and
+// 24.4 over four (a 2-vCPU VM; iperf3 read 23.7 and 23.3 between them).
 const RecvLowat = 256 << 10
 
 // LowatFor is the SO_RCVLOWAT for a reader with left bytes of a payload

@@ -33,18 +33,12 @@ func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {
 // quietTry streams GETs between a sink and a bench for 4 s and samples
 // both processes' threads over 2 s in the middle.
 func quietTry(t *testing.T, bin string) []string {
-	port := strconv.Itoa(labtest.FreePort(t))
-	env := append(os.Environ(), "LINERATE_NO_MSG_TRUNC=1") // both copy, as the link calibration does
-	sink := exec.Command(bin, "sink", "--bind", "127.0.0.1", "-p", port, "-s", "8388608", "-n", "16", "--seed", "1", "--link")
-	sink.Env = env
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sink.Process.Kill(); _ = sink.Wait() }()
-	time.Sleep(300 * time.Millisecond)
-	bench := exec.Command(bin, "bench", "-h", "127.0.0.1", "-p", port, "-c", "1", "-t", "1", "-n", "16", "-s", "8388608",
+	copies := []string{"LINERATE_NO_MSG_TRUNC=1"} // both copy, as the link calibration does
+	sink := labtest.StartSink(t, bin, copies, "-s", "8388608", "-n", "16", "--seed", "1", "--link")
+	defer sink.Stop()
+	bench := exec.Command(bin, "bench", "-h", "127.0.0.1", "-p", strconv.Itoa(sink.Port), "-c", "1", "-t", "1", "-n", "16", "-s", "8388608",
 		"-r", "100:0", "--pipeline", "2", "--warmup", "1s", "-d", "3s", "--verify", "none", "--quiet")
-	bench.Env = env
+	bench.Env = append(os.Environ(), copies...)
 	if err := bench.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +51,7 @@ func quietTry(t *testing.T, bin string) []string {
 		wakes, cpu float64
 		err        error
 	}
-	sides := []*side{{name: "sink", pid: sink.Process.Pid}, {name: "bench", pid: bench.Process.Pid}}
+	sides := []*side{{name: "sink", pid: sink.Cmd.Process.Pid}, {name: "bench", pid: bench.Process.Pid}}
 	measured := make(chan struct{})
 	for _, s := range sides {
 		go func() { s.wakes, s.cpu, s.err = labtest.SideWakeups(s.pid, 2*time.Second); measured <- struct{}{} }()

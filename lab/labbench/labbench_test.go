@@ -284,15 +284,10 @@ func iperf3Binary(b *testing.B) string {
 }
 
 func sinkRun(b *testing.B, bin string) float64 {
-	port := labtest.FreePort(b)
-	sink := exec.Command(bin, "sink", "-p", strconv.Itoa(port), "-s", "8MiB")
-	if err := sink.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = sink.Process.Kill(); _ = sink.Wait() }()
-	time.Sleep(300 * time.Millisecond)
+	sink := labtest.StartSink(b, bin, nil, "-s", "8MiB")
+	defer sink.Stop()
 	out := filepath.Join(b.TempDir(), "r.json")
-	cmd := exec.Command(bin, "bench", "--quiet", "-p", strconv.Itoa(port), "-c", "8", "-t", "2", "-s", "8MiB", "--warmup", "1s",
+	cmd := exec.Command(bin, "bench", "--quiet", "-p", strconv.Itoa(sink.Port), "-c", "8", "-t", "2", "-s", "8MiB", "--warmup", "1s",
 		"-d", benchWindow.String(), "--json", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("bench vs sink: %v %s", err, msg)

@@ -106,15 +106,43 @@ func StartServerEnv(t testing.TB, bin string, env []string, extra ...string) *Se
 func StartServerWith(t testing.TB, bin string, env []string, extra func(port int) []string) *Server {
 	t.Helper()
 	dir := t.TempDir()
+	log := filepath.Join(dir, "server.log")
+	s := startOnFreePort(t, bin, env, log, func(port int) []string {
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", log, "--protected-mode", "no"}, extra(port)...)
+	})
+	if s == nil {
+		t.Fatalf("redis-server did not start; log:\n%s", tail(log))
+	}
+	return s
+}
+
+// StartSink starts `linerate sink` (bin) on loopback, on a free port,
+// with extra arguments and environment, and stops it when the test ends
+// (or at Stop).
+func StartSink(t testing.TB, bin string, env []string, extra ...string) *Server {
+	t.Helper()
+	s := startOnFreePort(t, bin, env, "", func(port int) []string {
+		return append([]string{"sink", "--bind", "127.0.0.1", "-p", strconv.Itoa(port)}, extra...)
+	})
+	if s == nil {
+		t.Fatalf("linerate sink %v did not start", extra)
+	}
+	return s
+}
+
+// startOnFreePort starts bin with args on a free loopback port and waits
+// until the port accepts, three ports at most (another process may take
+// one between FreePort and the bind); nil if none did.
+func startOnFreePort(t testing.TB, bin string, env []string, log string, args func(port int) []string) *Server {
+	t.Helper()
 	for attempt := 0; attempt < 3; attempt++ {
 		port := FreePort(t)
-		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Log: filepath.Join(dir, "server.log"), done: make(chan struct{})}
-		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--logfile", s.Log, "--protected-mode", "no"}, extra(port)...)
-		s.Cmd = exec.Command(bin, args...)
+		s := &Server{Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Log: log, done: make(chan struct{})}
+		s.Cmd = exec.Command(bin, args(port)...)
 		s.Cmd.Env = append(os.Environ(), env...)
 		if err := s.Cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
+			t.Fatalf("start %s: %v", bin, err)
 		}
 		go func() { _ = s.Cmd.Wait(); close(s.done) }()
 		if waitReady(s.Addr, s.done, 5*time.Second) {
@@ -123,7 +151,6 @@ func StartServerWith(t testing.TB, bin string, env []string, extra func(port int
 		}
 		s.Stop()
 	}
-	t.Fatalf("redis-server did not start; log:\n%s", tail(filepath.Join(dir, "server.log")))
 	return nil
 }
 

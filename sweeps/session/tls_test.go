@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,10 +91,22 @@ func TestTLSCampaignOnSSHPair(t *testing.T) {
 	l := sshtest.New(t, "e2e-tls-ssh")
 	c := parse(t, "e2e-tls-ssh.yaml", tlsSpec(bin, "e2e-tls-ssh", "{kind: ssh, server: root@198.18.0.1:2222, client: root@198.18.0.2:2222, key: /nonexistent}"))
 	prov := &sshhost.Provider{Server: sshConfig(t, l, l.Pair.Server, "server", ""), Client: sshConfig(t, l, l.Pair.Client, "client", "")}
-	s := open(t, c, t.TempDir(), Options{Provider: prov})
+	dir := t.TempDir()
+	s := open(t, c, dir, Options{Provider: prov})
 	cas := checkTLSRun(t, runAll(t, s))
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The CA the agent sent back is the run's: kept in its directory,
+	// where a kill -9 of this process leaves nothing outside the run.
+	kept, _ := filepath.Glob(filepath.Join(dir, sweeps.LogsDir, "tls", "*.crt"))
+	if len(kept) != 1 {
+		t.Errorf("CA files kept in the run: %v, want one", kept)
+	}
+	for _, f := range kept {
+		if pem, err := os.ReadFile(f); err != nil || !strings.HasPrefix(string(pem), "-----BEGIN CERTIFICATE-----") {
+			t.Errorf("%s: %v, %.40q; want the CA certificate", f, err, pem)
+		}
 	}
 	for _, ca := range cas {
 		// The record names the copy on the client host, whose name says
@@ -103,12 +116,6 @@ func TestTLSCampaignOnSSHPair(t *testing.T) {
 		}
 		if _, err := os.Stat(ca); err == nil {
 			t.Errorf("%s still there after the run", ca)
-		}
-	}
-	kept, _ := os.ReadDir(os.TempDir())
-	for _, e := range kept {
-		if strings.HasPrefix(e.Name(), "linerate-ca-") {
-			t.Logf("note: %s in %s (another test's, or left)", e.Name(), os.TempDir())
 		}
 	}
 }

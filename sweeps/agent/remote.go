@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -46,10 +45,10 @@ func (s *RemoteStarter) Resolve(ctx context.Context, v sweeps.VersionSpec) (swee
 	return *r.Resolved, nil
 }
 
-// Start implements sweeps.ServerStarter. logDir (the local run's) is not
-// used: logs stay on the host, and a crash's log tail comes back in the
-// exit message.
-func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ string) (sweeps.RunningServer, error) {
+// Start implements sweeps.ServerStarter. Logs stay on the host, and a
+// crash's log tail comes back in the exit message; logDir (the local
+// run's) keeps a TLS-only server's CA (keepCA).
+func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir string) (sweeps.RunningServer, error) {
 	dir := s.LogDir
 	if dir == "" {
 		dir = ".cache/linerate/servers"
@@ -80,7 +79,7 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, _ stri
 	}
 	srv.exited = e.ch
 	if st.TLS != nil {
-		if srv.caFile, err = keepCA(st.TLS); err != nil {
+		if srv.caFile, err = keepCA(logDir, pv.Segment, st.TLS); err != nil {
 			_ = srv.Stop(ctx)
 			return nil, err
 		}
@@ -97,7 +96,7 @@ type remoteServer struct {
 	st     agentServer
 	shift  time.Duration
 	exited <-chan error
-	caFile string // a TLS-only server's CA, kept on this machine; removed by Stop
+	caFile string // a TLS-only server's CA, kept in the local run (keepCA)
 }
 
 func (r *remoteServer) Addr() (string, int)                             { return r.st.Host, r.st.Port }
@@ -112,9 +111,6 @@ func (r *remoteServer) FlushAll(ctx context.Context) error {
 }
 
 func (r *remoteServer) Stop(ctx context.Context) error {
-	if r.caFile != "" {
-		os.Remove(r.caFile)
-	}
 	r.sess.mu.Lock()
 	e := r.sess.exits[r.st.ID]
 	delete(r.sess.exits, r.st.ID)

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/linerate/linerate/infra/atomicfile"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -33,22 +36,24 @@ func startedTLS(srv sweeps.RunningServer) (*agentTLS, error) {
 	return &agentTLS{CA: string(pem), ServerName: t.SNI}, nil
 }
 
-// keepCA writes a remote server's CA to a file on this machine, where the
-// bench reads it (local.HostBencher copies it on to a client host).
-func keepCA(t *agentTLS) (string, error) {
-	f, err := os.CreateTemp("", "linerate-ca-*.crt")
+// keepCA writes a remote server's CA where the bench reads it
+// (local.HostBencher copies it on to a client host): in the run's log
+// directory, tls/SEGMENT.ca.crt, as a netns pair keeps its CA there. It
+// is the run's and stays with it; the system's temp directory would keep
+// it for good after a kill -9 of this process.
+func keepCA(logDir, segment string, t *agentTLS) (string, error) {
+	if logDir == "" {
+		return "", errors.New("keep the server's CA: no run log directory to keep it in")
+	}
+	path := filepath.Join(logDir, "tls", segment+".ca.crt")
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = atomicfile.Write(path, []byte(t.CA))
+	}
 	if err != nil {
 		return "", fmt.Errorf("keep the server's CA: %w", err)
 	}
-	_, err = f.WriteString(t.CA)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("keep the server's CA: %w", err)
-	}
-	return f.Name(), nil
+	return path, nil
 }
 
 // BenchTLS implements sweeps.TLSServer: the server's CA, kept on this

@@ -175,13 +175,26 @@ func (p *pairedBencher) Bench(ctx context.Context, w lab.Workload, mark func(lab
 // with the machine (iperf3 alone reads 15-30 Gbit/s here within minutes);
 // under 0.4 a median needs three of five pairs there, and no pair has
 // fallen under 0.5 since.
+// Even iperf3 against itself would not hold 0.8 reliably here: 34 one-flow
+// GET runs of iperf3 (2 s each, alternating with the bench's), resampled
+// into medians of five ratios, put 6 % of them under 0.8, so a test of
+// four configurations would fail about one run in five with a perfect
+// calibration; the bench's 34 runs beside them (median 20.9 Gbit/s,
+// iperf3's 23.2) put 23 % under. Part of the bench's lower tail is where
+// the kernel places it: the sink and the bench on one CPU read 10.4-11.9
+// Gbit/s (iperf3 there: 10.4-11.3), and 6 of the bench's 34 runs read
+// under 15, 3 of iperf3's.
 // What closed the gap, in order: sends of at most 128 KiB a call, the
 // sink's --link replies, two requests in flight, socket calls that do not
 // wake the Go runtime's monitor (rawsock), and SO_RCVLOWAT while a large
 // payload is coming. What made no difference that showed through the
-// noise: a sink on blocking sockets, the bench's read size (128 or 256
-// KiB), pinning the sink and the bench to one CPU or to two, the veth's
-// queue count, the reader's buffer lined up with the stream.
+// noise: a sink on blocking sockets (again after those changes, on a
+// locked thread: medians 20.4 and 20.9 Gbit/s over 34 alternating runs),
+// the bench's read size (128 or 256 KiB), the veth's queue count, the
+// reader's buffer lined up with the stream, and pinning the sink and the
+// bench apart, one CPU each: that ends their lower tail, but iperf3
+// pinned alike gains as much (one-flow GET ratios 0.76, 1.07 and 1.17 in
+// three pinned pairs; one-flow SET 0.64-0.82).
 // Above 1.3 the calibration would claim more than iperf3 finds on the
 // same link, which no cheaper sink explains.
 //

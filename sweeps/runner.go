@@ -46,9 +46,25 @@ type Bencher interface {
 	Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error)
 }
 
-// Sampler snapshots a host; hostmetrics.Sampler is the real one.
+// Sampler snapshots a host, the server's process and a cluster's other
+// nodes; hostmetrics.Sampler is the real one.
 type Sampler interface {
-	Snapshot(pid int) (*hostmetrics.Snapshot, error)
+	Snapshot(pid int, nodes ...int) (*hostmetrics.Snapshot, error)
+}
+
+// ClusterServer is a RunningServer of several processes on its host
+// (server.cluster: N): the nodes besides PID's, for thread sampling.
+type ClusterServer interface {
+	NodePIDs() []int
+}
+
+// NodePIDs is srv's other processes to sample beside PID(): a cluster's
+// other nodes; nil for one process.
+func NodePIDs(srv RunningServer) []int {
+	if c, ok := srv.(ClusterServer); ok {
+		return c.NodePIDs()
+	}
+	return nil
 }
 
 // HostSampler is a RunningServer that samples its own host: a server on a
@@ -394,7 +410,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 			s, err = hs.SnapshotHost(sctx)
 			cancel()
 		case r.Sampler != nil:
-			s, err = r.Sampler.Snapshot(srv.PID())
+			s, err = r.Sampler.Snapshot(srv.PID(), NodePIDs(srv)...)
 		}
 		if err != nil {
 			return nil
@@ -490,9 +506,11 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	}
 	if before != nil && after != nil {
 		rec.Host = hostmetrics.Diff(before, after)
-		if rec.Host.Server != nil {
-			if ops := totalOps(res); ops > 0 {
-				rec.Host.Server.MinorFaultsPerOp = float64(rec.Host.Server.MinorFaults) / float64(ops)
+		if ops := totalOps(res); ops > 0 {
+			// A cluster node's faults over all the cell's ops: each
+			// node's share of them.
+			for _, p := range rec.Host.Processes() {
+				p.MinorFaultsPerOp = float64(p.MinorFaults) / float64(ops)
 			}
 		}
 	}

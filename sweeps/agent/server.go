@@ -244,15 +244,15 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 		}
 		return agentReply{Info: s.Fields, Now: s.At}
 	case opSnapshot:
-		pid := 0
+		pid, nodes := 0, []int(nil)
 		if req.Server != 0 {
 			srv := a.servers[req.Server]
 			if srv == nil {
 				return fail(fmt.Errorf("snapshot: no server %d on this host", req.Server))
 			}
-			pid = srv.PID()
+			pid, nodes = srv.PID(), sweeps.NodePIDs(srv)
 		}
-		s, err := hostmetrics.Sampler{Kernel: kernel.FS{Root: a.root()}}.Snapshot(pid)
+		s, err := hostmetrics.Sampler{Kernel: kernel.FS{Root: a.root()}}.Snapshot(pid, nodes...)
 		if err != nil {
 			return fail(err)
 		}

@@ -200,13 +200,15 @@ func latency(pick func(lab.LatencySummary) float64) func(r *row) any {
 	})
 }
 
-// server is a figure of the server process over the window.
+// server is a figure of the server process over the window: a cluster's
+// busiest node (server.cluster: N), the one its limit label judged.
 func server(get func(p *hostmetrics.ProcWindow) any) func(r *row) any {
 	return figure(func(r *row) any {
-		if r.rec.Host == nil || r.rec.Host.Server == nil {
+		p := r.rec.Host.Busiest()
+		if p == nil {
 			return nil
 		}
-		return get(r.rec.Host.Server)
+		return get(p)
 	})
 }
 

@@ -92,6 +92,48 @@ func TestSnapshotDiffOnFixtures(t *testing.T) {
 	}
 }
 
+// A cluster's nodes are sampled as processes of their own: each node's
+// main thread is its own, a node missing from the first snapshot is left
+// out, and the server's CPU seconds are every node's.
+func TestSnapshotDiffOfClusterNodes(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	cpu := [][2]uint64{{0, 100}}
+	for _, n := range []struct {
+		pid             int
+		before, after   uint64 // main thread ticks
+		faults, faults2 uint64
+	}{{100, 10, 30, 5, 7}, {200, 0, 190, 0, 40}, {300, 50, 50, 1, 1}} {
+		fixture(t, a, n.pid, n.faults, []thread{{n.pid, "valkey-server", n.before, 0}}, cpu, [2]uint64{})
+		fixture(t, b, n.pid, n.faults2, []thread{{n.pid, "valkey-server", n.after, 0}}, cpu, [2]uint64{})
+	}
+	sa, err := Sampler{Kernel: kernel.FS{Root: a}}.Snapshot(100, 200, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := Sampler{Kernel: kernel.FS{Root: b}}.Snapshot(100, 200, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Sampler{Kernel: kernel.FS{Root: a}}).Snapshot(100, 999); err == nil {
+		t.Error("a node that is not there sampled without an error")
+	}
+	sa.At, sb.At = time.Unix(100, 0), time.Unix(102, 0) // 200 ticks a busy thread
+	sa.Nodes = sa.Nodes[:1]                             // node 300 started inside the window
+	w := Diff(sa, sb)
+	if w.Server == nil || w.Server.PID != 100 || w.Server.MainBusy != 0.1 {
+		t.Fatalf("first node %+v", w.Server)
+	}
+	if len(w.Nodes) != 1 || w.Nodes[0].PID != 200 || w.Nodes[0].MainBusy != 0.95 || w.Nodes[0].MinorFaults != 40 {
+		t.Fatalf("other nodes %+v, want node 200 alone at 95%%", w.Nodes)
+	}
+	if p := w.Busiest(); p == nil || p.PID != 200 {
+		t.Errorf("busiest %+v, want node 200", p)
+	}
+	if sec, ok := w.ServerCPUSeconds(); !ok || sec < 2.1-1e-9 || sec > 2.1+1e-9 {
+		t.Errorf("server CPU %g s (%v), want 0.2 + 1.9", sec, ok)
+	}
+}
+
 // The real /proc: a real redis-server's threads by name, main thread vs
 // io_thd_*, and our own minor faults growing as we touch fresh memory.
 func TestRealProc(t *testing.T) {
@@ -206,12 +248,27 @@ func TestLabel(t *testing.T) {
 			w.Cores = []CoreBusy{{0, 0.99}, {1, 0.2}}
 			return w
 		}()}, LimitUnclear, false},
+		// A cluster is judged by its busiest node, whichever it is.
+		{"cluster node main saturated", LimitInput{Result: res(nil), Server: func() *Window {
+			w := win(0.3, 0.2, 0)
+			w.Nodes = []*ProcWindow{{PID: 7, MainBusy: 0.97}, {PID: 8, MainBusy: 0.4}}
+			return w
+		}()}, LimitServerMain, false},
+		{"cluster, no node saturated", LimitInput{Result: res(nil), Server: func() *Window {
+			w := win(0.3, 0.2, 0)
+			w.Nodes = []*ProcWindow{{PID: 7, MainBusy: 0.6}}
+			return w
+		}()}, LimitUnclear, false},
 		{"no metrics", LimitInput{Result: res(nil)}, LimitUnclear, false},
 		{"no result", LimitInput{}, LimitUnclear, false},
 	} {
 		got := Label(tc.in)
 		if got.Kind != tc.want || got.ClientLimited != tc.client || got.Detail == "" {
 			t.Errorf("%s: %+v, want %s client=%v", tc.name, got, tc.want, tc.client)
+		}
+		// A cluster's label names the node it judged.
+		if len(tc.in.Server.nodes()) > 0 && got.Kind != LimitClient && !strings.Contains(got.Detail, fmt.Sprintf("node pid %d, busiest of %d", tc.in.Server.Busiest().PID, len(tc.in.Server.Nodes)+1)) {
+			t.Errorf("%s: %q does not name the busiest node", tc.name, got.Detail)
 		}
 		// The label names the counter that rose.
 		if got.Kind == LimitLinkAllowance && !strings.Contains(got.Detail, tc.in.Allowance[0]) {
@@ -231,4 +288,12 @@ func TestMeasureFaultCost(t *testing.T) {
 		t.Errorf("fault cost %s", c)
 	}
 	t.Logf("minor fault cost here: %s", c)
+}
+
+// nodes is w's cluster nodes besides Server; nil for a nil window.
+func (w *Window) nodes() []*ProcWindow {
+	if w == nil {
+		return nil
+	}
+	return w.Nodes
 }

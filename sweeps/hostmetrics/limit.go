@@ -86,7 +86,12 @@ func Label(in LimitInput) Limit {
 	if in.Server == nil || in.Server.Server == nil {
 		return Limit{Kind: LimitUnclear, Detail: "no server thread metrics"}
 	}
-	p := in.Server.Server
+	// A cluster is judged by its busiest node, named in the detail.
+	p := in.Server.Busiest()
+	node := ""
+	if n := len(in.Server.Nodes) + 1; n > 1 {
+		node = fmt.Sprintf(" (node pid %d, busiest of %d)", p.PID, n)
+	}
 	busiest := max(p.MainBusy, p.IOBusyMax)
 	cost := in.FaultCost
 	if cost <= 0 {
@@ -95,24 +100,24 @@ func Label(in LimitInput) Limit {
 	if in.Server.Seconds > 0 && busiest >= Saturated {
 		faultCPU := float64(p.MinorFaults) * cost.Seconds() / in.Server.Seconds // CPUs' worth
 		if faultCPU >= FaultCPUShare*busiest {
-			return Limit{Kind: LimitPageFaults, Detail: fmt.Sprintf("%d minor faults (%.1f per op) cost ~%.0f%% of a CPU at %s each; busiest thread %.0f%%",
-				p.MinorFaults, p.MinorFaultsPerOp, faultCPU*100, cost, busiest*100)}
+			return Limit{Kind: LimitPageFaults, Detail: fmt.Sprintf("%d minor faults (%.1f per op) cost ~%.0f%% of a CPU at %s each; busiest thread %.0f%%%s",
+				p.MinorFaults, p.MinorFaultsPerOp, faultCPU*100, cost, busiest*100, node)}
 		}
 	}
 	if p.MainBusy >= Saturated {
-		return Limit{Kind: LimitServerMain, Detail: fmt.Sprintf("main thread %.0f%% busy", p.MainBusy*100)}
+		return Limit{Kind: LimitServerMain, Detail: fmt.Sprintf("main thread %.0f%% busy%s", p.MainBusy*100, node)}
 	}
 	if p.IOThreads > 0 && p.IOBusyMax >= Saturated {
-		return Limit{Kind: LimitServerIO, Detail: fmt.Sprintf("%d I/O threads, busiest %.0f%%, mean %.0f%%", p.IOThreads, p.IOBusyMax*100, p.IOBusyMean*100)}
+		return Limit{Kind: LimitServerIO, Detail: fmt.Sprintf("%d I/O threads, busiest %.0f%%, mean %.0f%%%s", p.IOThreads, p.IOBusyMax*100, p.IOBusyMean*100, node)}
 	}
 	if n, busy := coresBusy(in.Server.Cores); n > 0 && busy >= Saturated {
 		// Threads wait for a CPU rather than for work: on one machine the
 		// client, the server and the kernel's copies share the cores.
-		return Limit{Kind: LimitHostCPU, Detail: fmt.Sprintf("all %d cores %.0f%% busy, no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)",
-			n, busy*100, p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100)}
+		return Limit{Kind: LimitHostCPU, Detail: fmt.Sprintf("all %d cores %.0f%% busy, no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)%s",
+			n, busy*100, p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100, node)}
 	}
-	return Limit{Kind: LimitUnclear, Detail: fmt.Sprintf("no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)",
-		p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100)}
+	return Limit{Kind: LimitUnclear, Detail: fmt.Sprintf("no thread saturated (main %.0f%%, I/O max %.0f%%, client max %.0f%%)%s",
+		p.MainBusy*100, p.IOBusyMax*100, r.Client.MaxWorkerBusy*100, node)}
 }
 
 // clientLimited says why the client was the limit, or "".

@@ -7,6 +7,7 @@ package hostmetrics
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 
@@ -51,21 +52,32 @@ type NICSample struct {
 
 // Snapshot is everything sampled at one instant. Proc is nil when no PID was
 // given (a server in a container on another host reports through its agent).
+// Nodes are a cluster's other server processes (server.cluster: N), Proc
+// its first.
 type Snapshot struct {
-	At    time.Time    `json:"at"`
-	Proc  *ProcSample  `json:"proc,omitempty"`
-	Cores []CoreSample `json:"cores"`
-	NICs  []NICSample  `json:"nics"`
+	At    time.Time     `json:"at"`
+	Proc  *ProcSample   `json:"proc,omitempty"`
+	Nodes []*ProcSample `json:"nodes,omitempty"`
+	Cores []CoreSample  `json:"cores"`
+	NICs  []NICSample   `json:"nics"`
 }
 
-// Snapshot samples pid (0: no process), all cores and all NICs.
-func (s Sampler) Snapshot(pid int) (*Snapshot, error) {
+// Snapshot samples pid (0: no process) and a cluster's other nodes, all
+// cores and all NICs.
+func (s Sampler) Snapshot(pid int, nodes ...int) (*Snapshot, error) {
 	snap := &Snapshot{At: time.Now()}
 	var err error
 	if pid > 0 {
 		if snap.Proc, err = s.Process(pid); err != nil {
 			return nil, err
 		}
+	}
+	for _, n := range nodes {
+		p, err := s.Process(n)
+		if err != nil {
+			return nil, fmt.Errorf("cluster node: %w", err)
+		}
+		snap.Nodes = append(snap.Nodes, p)
 	}
 	if snap.Cores, err = s.Cores(); err != nil {
 		return nil, err

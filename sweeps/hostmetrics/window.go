@@ -9,8 +9,12 @@ import (
 type Window struct {
 	Seconds float64     `json:"seconds"`
 	Server  *ProcWindow `json:"server,omitempty"`
-	Cores   []CoreBusy  `json:"cores"`
-	NICs    []NICRate   `json:"nics"`
+	// Nodes are a cluster's other server processes over the window
+	// (server.cluster: N), Server its first: each node is a process with
+	// its own main thread, so one node's figures are not the cluster's.
+	Nodes []*ProcWindow `json:"nodes,omitempty"`
+	Cores []CoreBusy    `json:"cores"`
+	NICs  []NICRate     `json:"nics"`
 }
 
 // ProcWindow is the server process over the window. Busy is a fraction of
@@ -64,6 +68,14 @@ func Diff(a, b *Snapshot) *Window {
 	}
 	if a.Proc != nil && b.Proc != nil && a.Proc.PID == b.Proc.PID {
 		w.Server = diffProc(a.Proc, b.Proc, sec)
+	}
+	for _, n := range b.Nodes {
+		for _, p := range a.Nodes {
+			if p.PID == n.PID {
+				w.Nodes = append(w.Nodes, diffProc(p, n, sec))
+				break
+			}
+		}
 	}
 	prevCore := map[int]CoreSample{}
 	for _, c := range a.Cores {
@@ -127,14 +139,39 @@ func diffProc(a, b *ProcSample, sec float64) *ProcWindow {
 	return pw
 }
 
-// ServerCPUSeconds is the server process's CPU time over the window, all
-// its threads together; ok is false without server thread metrics.
+// ServerCPUSeconds is the server's CPU time over the window, all its
+// threads (a cluster's: every node's) together; ok is false without
+// server thread metrics.
 func (w *Window) ServerCPUSeconds() (sec float64, ok bool) {
 	if w == nil || w.Server == nil || w.Seconds <= 0 {
 		return 0, false
 	}
-	for _, t := range w.Server.Threads {
-		sec += t.Busy * w.Seconds
+	for _, p := range w.Processes() {
+		for _, t := range p.Threads {
+			sec += t.Busy * w.Seconds
+		}
 	}
 	return sec, true
+}
+
+// Processes is the server's processes over the window: Server, then a
+// cluster's other nodes; nil without server thread metrics.
+func (w *Window) Processes() []*ProcWindow {
+	if w == nil || w.Server == nil {
+		return nil
+	}
+	return append([]*ProcWindow{w.Server}, w.Nodes...)
+}
+
+// Busiest is the server process whose busiest thread (main or I/O) was
+// the busiest: the one a cluster's limit is judged by (Server when
+// there is one process, nil without server thread metrics).
+func (w *Window) Busiest() *ProcWindow {
+	var out *ProcWindow
+	for _, p := range w.Processes() {
+		if out == nil || max(p.MainBusy, p.IOBusyMax) > max(out.MainBusy, out.IOBusyMax) {
+			out = p
+		}
+	}
+	return out
 }

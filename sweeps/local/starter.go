@@ -320,6 +320,19 @@ func (r *running) BenchTLS() lab.TLS {
 	return lab.TLS{On: true, CACert: t.CAFile, SNI: t.ServerName}
 }
 func (r *running) PID() int { return r.srv.Facts().PID }
+
+// NodePIDs implements sweeps.ClusterServer: a cluster's nodes after the
+// first, whose PID is PID's.
+func (r *running) NodePIDs() []int {
+	var pids []int
+	for i, n := range launch.Nodes(r.srv) {
+		if pid := n.Facts().PID; i > 0 && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 func (r *running) Identity() sweeps.Resolved {
 	id := r.srv.Facts().Identity
 	return sweeps.Resolved{Name: string(id.Kind), Version: id.Version}

@@ -9,6 +9,7 @@ import (
 	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
 // server.cluster on the netns provider: three store valkey nodes start in
@@ -61,6 +62,24 @@ workload:
 		}
 		if g := res.Ops[lab.OpGet]; g != nil && (g.Ops == 0 || g.Verify.Checked == 0 || g.Verify.Failed != 0) {
 			t.Errorf("%s: GET %+v", rec.CellID, g.Verify)
+		}
+		// Every node's process is sampled, not the seed's alone: each
+		// served a connection, so each main thread worked.
+		procs := rec.Host.Processes()
+		pids := map[int]bool{}
+		for _, p := range procs {
+			pids[p.PID] = true
+			if p.PID <= 0 || len(p.Threads) == 0 || p.MainBusy <= 0 {
+				t.Errorf("%s: node process %+v", rec.CellID, p)
+			}
+		}
+		if len(procs) != 3 || len(pids) != 3 {
+			t.Errorf("%s: %d server processes sampled (%d PIDs), want the 3 nodes", rec.CellID, len(procs), len(pids))
+		}
+		if rec.Limit == nil || (rec.Limit.Kind != hostmetrics.LimitClient && !strings.Contains(rec.Limit.Detail, "busiest of 3")) {
+			t.Errorf("%s: limit %+v does not name the node it judged", rec.CellID, rec.Limit)
+		} else {
+			t.Logf("%s: limit %s: %s", rec.CellID, rec.Limit.Kind, rec.Limit.Detail)
 		}
 	}
 	if err := s.Close(context.Background()); err != nil {

@@ -433,28 +433,32 @@ const (
 )
 
 // cpuChart draws one cell's threads: the server's main thread, each I/O
-// thread, other busy server threads, and the client's workers, as percent
-// of one CPU with the saturation threshold marked. Nil when the cell has no
-// thread figures.
+// thread, other busy server threads (a cluster's: every node's, labelled
+// by node), and the client's workers, as percent of one CPU with the
+// saturation threshold marked. Nil when the cell has no thread figures.
 func cpuChart(c *Campaign, r *sweeps.CellRecord) *Chart {
 	var bars []Bar
-	if r.Host != nil && r.Host.Server != nil {
-		p := r.Host.Server
+	var main, io, other []Bar
+	procs := r.Host.Processes()
+	for i, p := range procs {
+		node := ""
+		if len(procs) > 1 {
+			node = fmt.Sprintf("node %d ", i+1)
+		}
 		threads := append([]hostmetrics.ThreadBusy(nil), p.Threads...)
 		sort.SliceStable(threads, func(i, j int) bool { return naturalLess(threads[i].Name, threads[j].Name) })
-		var main, io, other []Bar
 		for _, t := range threads {
 			switch {
 			case t.TID == p.PID:
-				main = append(main, Bar{Label: "main (" + t.Name + ")", Value: t.Busy * 100, Group: GroupServerMain})
+				main = append(main, Bar{Label: node + "main (" + t.Name + ")", Value: t.Busy * 100, Group: GroupServerMain})
 			case hostmetrics.IsIOThread(t.Name):
-				io = append(io, Bar{Label: t.Name, Value: t.Busy * 100, Group: GroupServerIO})
+				io = append(io, Bar{Label: node + t.Name, Value: t.Busy * 100, Group: GroupServerIO})
 			case t.Busy >= 0.01: // idle helper threads (bio_*, jemalloc) only add rows
-				other = append(other, Bar{Label: t.Name, Value: t.Busy * 100, Group: GroupServerOther})
+				other = append(other, Bar{Label: node + t.Name, Value: t.Busy * 100, Group: GroupServerOther})
 			}
 		}
-		bars = append(append(append(bars, main...), io...), other...)
 	}
+	bars = append(append(append(bars, main...), io...), other...)
 	if r.Result != nil {
 		for _, w := range r.Result.Client.Workers {
 			l := fmt.Sprintf("client worker %d", w.Worker)

@@ -90,8 +90,14 @@ type startedServers struct {
 func (s *startedServers) Start(ctx context.Context, v sweeps.PlanVersion, logDir string) (sweeps.RunningServer, error) {
 	srv, err := s.ServerStarter.Start(ctx, v, logDir)
 	if err == nil && srv.PID() > 0 {
+		hs := ServerOf(srv)
 		s.mu.Lock()
-		s.list = append(s.list, ServerOf(srv))
+		s.list = append(s.list, hs)
+		// A cluster's other nodes, under its name: their pid labels
+		// tell them apart.
+		for _, pid := range sweeps.NodePIDs(srv) {
+			s.list = append(s.list, HostServer{Name: hs.Name, PID: pid})
+		}
 		s.mu.Unlock()
 	}
 	return srv, err

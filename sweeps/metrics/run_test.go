@@ -50,6 +50,34 @@ func TestRunNotesStartedServers(t *testing.T) {
 	}
 }
 
+type fakeCluster struct {
+	fakeServer
+	nodes []int
+}
+
+func (c fakeCluster) NodePIDs() []int { return c.nodes }
+
+type clusterStarter struct{ srv fakeCluster }
+
+func (c clusterStarter) Start(context.Context, sweeps.PlanVersion, string) (sweeps.RunningServer, error) {
+	return c.srv, nil
+}
+
+// A cluster's every node is a server of the run's metrics, by its PID.
+func TestRunNotesEveryClusterNode(t *testing.T) {
+	r := NewRun()
+	_, wrap := r.Hooks()
+	st := wrap(clusterStarter{fakeCluster{fakeServer{pid: os.Getpid()}, []int{os.Getppid()}}})
+	if _, err := st.Start(context.Background(), sweeps.PlanVersion{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := r.servers.running()
+	want := []HostServer{{Name: "valkey-9.1.2", PID: os.Getpid()}, {Name: "valkey-9.1.2", PID: os.Getppid()}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("running servers %+v, want %+v", got, want)
+	}
+}
+
 // Feed feeds every sink given and is nil when there is none.
 func TestFeed(t *testing.T) {
 	if Feed(nil, nil) != nil {

@@ -439,11 +439,10 @@ const (
 func cpuChart(c *Campaign, r *sweeps.CellRecord) *Chart {
 	var bars []Bar
 	var main, io, other []Bar
-	procs := r.Host.Processes()
-	for i, p := range procs {
+	for _, p := range r.Host.Processes() {
 		node := ""
-		if len(procs) > 1 {
-			node = fmt.Sprintf("node %d ", i+1)
+		if p.Node > 0 {
+			node = fmt.Sprintf("node %d ", p.Node)
 		}
 		threads := append([]hostmetrics.ThreadBusy(nil), p.Threads...)
 		sort.SliceStable(threads, func(i, j int) bool { return naturalLess(threads[i].Name, threads[j].Name) })

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,5 +285,80 @@ func TestRunnerVerifiesTuningPerCell(t *testing.T) {
 	}
 	if drifted != 4 {
 		t.Errorf("%d cells recorded drift, want 4", drifted)
+	}
+}
+
+// clusterStarter starts fake servers of three processes (server.cluster:
+// 3): PID 10 and nodes 20 and 30.
+type clusterStarter struct{ *fakeStarter }
+
+type fakeCluster struct{ *fakeServer }
+
+func (fakeCluster) PID() int        { return 10 }
+func (fakeCluster) NodePIDs() []int { return []int{20, 30} }
+
+func (c clusterStarter) Start(ctx context.Context, v PlanVersion, logDir string) (RunningServer, error) {
+	srv, err := c.fakeStarter.Start(ctx, v, logDir)
+	if err != nil {
+		return nil, err
+	}
+	return fakeCluster{srv.(*fakeServer)}, nil
+}
+
+// countingSampler gives every process asked for more faults and CPU at
+// every call.
+type countingSampler struct {
+	mu    sync.Mutex
+	calls uint64
+	asked [][]int
+}
+
+func (s *countingSampler) Snapshot(pid int, nodes ...int) (*hostmetrics.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.asked = append(s.asked, append([]int{pid}, nodes...))
+	proc := func(pid int) *hostmetrics.ProcSample {
+		n := s.calls * uint64(pid)
+		return &hostmetrics.ProcSample{PID: pid, MinFlt: n, Threads: []hostmetrics.ThreadSample{{TID: pid, Name: "valkey-server", UTicks: n}}}
+	}
+	snap := &hostmetrics.Snapshot{At: time.Now(), Proc: proc(pid)}
+	for _, n := range nodes {
+		snap.Nodes = append(snap.Nodes, proc(n))
+	}
+	return snap, nil
+}
+
+// A cluster's every node is sampled, and each node's faults per request
+// are its faults over the cell's requests.
+func TestRunnerSamplesEveryClusterNode(t *testing.T) {
+	p := testPlan(t, runSpec)
+	dir := t.TempDir()
+	r, fs, _, _ := newRunner(t, dir, p, nil)
+	r.Servers = clusterStarter{fs}
+	smp := &countingSampler{}
+	r.Sampler = smp
+	if sum, err := r.Run(context.Background()); err != nil || sum.Done != 8 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	for _, asked := range smp.asked {
+		if len(asked) != 3 || asked[0] != 10 || asked[1] != 20 || asked[2] != 30 {
+			t.Fatalf("sampled %v, want the three processes 10, 20, 30", asked)
+		}
+	}
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range run.Cells {
+		procs := rec.Host.Processes()
+		if len(procs) != 3 {
+			t.Fatalf("%s: %d processes in the record, want 3", rec.CellID, len(procs))
+		}
+		for _, p := range procs {
+			if p.MinorFaults == 0 || p.MinorFaultsPerOp != float64(p.MinorFaults)/100 {
+				t.Errorf("%s: pid %d: %d faults, %g per op; want faults over the cell's 100 ops", rec.CellID, p.PID, p.MinorFaults, p.MinorFaultsPerOp)
+			}
+		}
 	}
 }

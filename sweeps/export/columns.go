@@ -152,7 +152,18 @@ var cellColumns = []column{
 	col("server_io_busy", Float, "server I/O threads together, CPUs", server(func(p *hostmetrics.ProcWindow) any { return busy(p.IOBusyMean * float64(p.IOThreads)) })),
 	col("server_io_busy_max", Float, "busiest server I/O thread, fraction of one CPU", server(func(p *hostmetrics.ProcWindow) any { return busy(p.IOBusyMax) })),
 	col("server_other_busy", Float, "the server's other threads together (bio, jemalloc), CPUs", server(func(p *hostmetrics.ProcWindow) any { return busy(otherBusy(p)) })),
-	col("server_minor_faults_per_op", Float, "server minor page faults per request", server(func(p *hostmetrics.ProcWindow) any { return p.MinorFaultsPerOp })),
+	col("server_minor_faults_per_op", Float, "server minor page faults per request (a cluster's: every node's)", figure(func(r *row) any {
+		ps := r.rec.Host.Processes()
+		if len(ps) == 0 {
+			return nil
+		}
+		// Each node's figure is its faults over all the cell's requests.
+		var sum float64
+		for _, p := range ps {
+			sum += p.MinorFaultsPerOp
+		}
+		return sum
+	})),
 }
 
 // The cell × op × second export.

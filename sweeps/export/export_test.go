@@ -13,6 +13,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files and the failed-run fixture")
@@ -417,6 +418,39 @@ func TestMultiKeyRows(t *testing.T) {
 			t.Errorf("MGET cell: op %q keys_per_op %q gbps %q", r["op"], r["keys_per_op"], r["gbps"])
 		case r["cell_id"] != id && r["keys_per_op"] != "":
 			t.Errorf("%s: keys_per_op %q, want empty", r["cell_id"], r["keys_per_op"])
+		}
+	}
+}
+
+// A cluster cell's server_* columns are its busiest node's, the one its
+// limit label judged, and its faults per request every node's together.
+func TestClusterCellServerColumns(t *testing.T) {
+	run := readRun(t, sampleDir)
+	var id string
+	for cid, rec := range run.Cells {
+		if rec.Host != nil && rec.Host.Server != nil && rec.Result != nil {
+			id = cid
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("the sample has no cell with server thread figures")
+	}
+	rec := run.Cells[id]
+	first := rec.Host.Server
+	first.Node, first.MinorFaultsPerOp = 1, 0.25
+	busiest := &hostmetrics.ProcWindow{PID: 99, Node: 2, MainBusy: first.MainBusy + 0.1, IOThreads: 3, IOBusyMax: 0.4, MinorFaultsPerOp: 0.5}
+	rec.Host.Nodes = []*hostmetrics.ProcWindow{busiest, {PID: 98, Node: 3, MinorFaultsPerOp: 0.125}}
+	for _, r := range parseCSV(t, export(t, run, Options{Format: CSV})) {
+		if r["cell_id"] != id {
+			continue
+		}
+		if r["server_main_busy"] != csvValue(busy(busiest.MainBusy)) || r["server_io_threads"] != "3" || r["server_io_busy_max"] != csvValue(0.4) {
+			t.Errorf("%s: server_main_busy %q io_threads %q io_busy_max %q, want node 2's %v, 3, 0.4",
+				id, r["server_main_busy"], r["server_io_threads"], r["server_io_busy_max"], busiest.MainBusy)
+		}
+		if r["server_minor_faults_per_op"] != csvValue(0.875) {
+			t.Errorf("%s: server_minor_faults_per_op %q, want every node's 0.875", id, r["server_minor_faults_per_op"])
 		}
 	}
 }

@@ -114,20 +114,23 @@ func TestSnapshotDiffOfClusterNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Sampler{Kernel: kernel.FS{Root: a}}).Snapshot(100, 999); err == nil {
-		t.Error("a node that is not there sampled without an error")
+	// A node that is gone (it died mid-cell) is left out; the rest of
+	// the host is still sampled.
+	if gone, err := (Sampler{Kernel: kernel.FS{Root: a}}).Snapshot(100, 999, 300); err != nil || gone.Proc == nil || len(gone.Nodes) != 1 ||
+		gone.Nodes[0].PID != 300 || gone.Nodes[0].Node != 3 || len(gone.Cores) != 1 {
+		t.Errorf("a snapshot beside a node that is gone: %+v, %v; want the first node, node 3 and the cores", gone, err)
 	}
 	sa.At, sb.At = time.Unix(100, 0), time.Unix(102, 0) // 200 ticks a busy thread
 	sa.Nodes = sa.Nodes[:1]                             // node 300 started inside the window
 	w := Diff(sa, sb)
-	if w.Server == nil || w.Server.PID != 100 || w.Server.MainBusy != 0.1 {
+	if w.Server == nil || w.Server.PID != 100 || w.Server.Node != 1 || w.Server.MainBusy != 0.1 {
 		t.Fatalf("first node %+v", w.Server)
 	}
-	if len(w.Nodes) != 1 || w.Nodes[0].PID != 200 || w.Nodes[0].MainBusy != 0.95 || w.Nodes[0].MinorFaults != 40 {
-		t.Fatalf("other nodes %+v, want node 200 alone at 95%%", w.Nodes)
+	if len(w.Nodes) != 1 || w.Nodes[0].PID != 200 || w.Nodes[0].Node != 2 || w.Nodes[0].MainBusy != 0.95 || w.Nodes[0].MinorFaults != 40 {
+		t.Fatalf("other nodes %+v, want node 2 (pid 200) alone at 95%%", w.Nodes)
 	}
-	if p := w.Busiest(); p == nil || p.PID != 200 {
-		t.Errorf("busiest %+v, want node 200", p)
+	if p := w.Busiest(); p == nil || p.NodeName() != "node 2 (pid 200)" {
+		t.Errorf("busiest %+v, want node 2 (pid 200)", p)
 	}
 	if sec, ok := w.ServerCPUSeconds(); !ok || sec < 2.1-1e-9 || sec > 2.1+1e-9 {
 		t.Errorf("server CPU %g s (%v), want 0.2 + 1.9", sec, ok)
@@ -251,12 +254,14 @@ func TestLabel(t *testing.T) {
 		// A cluster is judged by its busiest node, whichever it is.
 		{"cluster node main saturated", LimitInput{Result: res(nil), Server: func() *Window {
 			w := win(0.3, 0.2, 0)
-			w.Nodes = []*ProcWindow{{PID: 7, MainBusy: 0.97}, {PID: 8, MainBusy: 0.4}}
+			w.Server.Node = 1
+			w.Nodes = []*ProcWindow{{PID: 7, Node: 2, MainBusy: 0.97}, {PID: 8, Node: 3, MainBusy: 0.4}}
 			return w
 		}()}, LimitServerMain, false},
 		{"cluster, no node saturated", LimitInput{Result: res(nil), Server: func() *Window {
 			w := win(0.3, 0.2, 0)
-			w.Nodes = []*ProcWindow{{PID: 7, MainBusy: 0.6}}
+			w.Server.PID, w.Server.Node = 6, 1
+			w.Nodes = []*ProcWindow{{PID: 7, Node: 2, MainBusy: 0.6}}
 			return w
 		}()}, LimitUnclear, false},
 		{"no metrics", LimitInput{Result: res(nil)}, LimitUnclear, false},
@@ -267,7 +272,7 @@ func TestLabel(t *testing.T) {
 			t.Errorf("%s: %+v, want %s client=%v", tc.name, got, tc.want, tc.client)
 		}
 		// A cluster's label names the node it judged.
-		if len(tc.in.Server.nodes()) > 0 && got.Kind != LimitClient && !strings.Contains(got.Detail, fmt.Sprintf("node pid %d, busiest of %d", tc.in.Server.Busiest().PID, len(tc.in.Server.Nodes)+1)) {
+		if len(tc.in.Server.nodes()) > 0 && got.Kind != LimitClient && !strings.Contains(got.Detail, fmt.Sprintf("; %s, the busiest of %d sampled", tc.in.Server.Busiest().NodeName(), len(tc.in.Server.Nodes)+1)) {
 			t.Errorf("%s: %q does not name the busiest node", tc.name, got.Detail)
 		}
 		// The label names the counter that rose.

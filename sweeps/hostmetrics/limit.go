@@ -89,8 +89,8 @@ func Label(in LimitInput) Limit {
 	// A cluster is judged by its busiest node, named in the detail.
 	p := in.Server.Busiest()
 	node := ""
-	if n := len(in.Server.Nodes) + 1; n > 1 {
-		node = fmt.Sprintf(" (node pid %d, busiest of %d)", p.PID, n)
+	if name := p.NodeName(); name != "" {
+		node = fmt.Sprintf("; %s, the busiest of %d sampled", name, len(in.Server.Processes()))
 	}
 	busiest := max(p.MainBusy, p.IOBusyMax)
 	cost := in.FaultCost

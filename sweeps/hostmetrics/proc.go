@@ -29,9 +29,11 @@ type ThreadSample struct {
 	STicks uint64 `json:"stime_ticks"`
 }
 
-// ProcSample is one process at one instant.
+// ProcSample is one process at one instant. Node is a cluster node's
+// number, 1 the first (0: the server is one process).
 type ProcSample struct {
 	PID     int            `json:"pid"`
+	Node    int            `json:"node,omitempty"`
 	MinFlt  uint64         `json:"minflt"`
 	Threads []ThreadSample `json:"threads"`
 }
@@ -62,8 +64,9 @@ type Snapshot struct {
 	NICs  []NICSample   `json:"nics"`
 }
 
-// Snapshot samples pid (0: no process) and a cluster's other nodes, all
-// cores and all NICs.
+// Snapshot samples pid (0: no process) and a cluster's other nodes (node
+// 2, 3, … in order), all cores and all NICs. A node that is gone is left
+// out: the cell fails on its exit, and the rest stays sampled.
 func (s Sampler) Snapshot(pid int, nodes ...int) (*Snapshot, error) {
 	snap := &Snapshot{At: time.Now()}
 	var err error
@@ -71,12 +74,19 @@ func (s Sampler) Snapshot(pid int, nodes ...int) (*Snapshot, error) {
 		if snap.Proc, err = s.Process(pid); err != nil {
 			return nil, err
 		}
-	}
-	for _, n := range nodes {
-		p, err := s.Process(n)
-		if err != nil {
-			return nil, fmt.Errorf("cluster node: %w", err)
+		if len(nodes) > 0 {
+			snap.Proc.Node = 1
 		}
+	}
+	for i, n := range nodes {
+		p, err := s.Process(n)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster node %d: %w", i+2, err)
+		}
+		p.Node = i + 2
 		snap.Nodes = append(snap.Nodes, p)
 	}
 	if snap.Cores, err = s.Cores(); err != nil {

@@ -1,6 +1,7 @@
 package hostmetrics
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -21,6 +22,7 @@ type Window struct {
 // one CPU: 1.0 is a thread that never waited.
 type ProcWindow struct {
 	PID         int          `json:"pid"`
+	Node        int          `json:"node,omitempty"` // a cluster node's number, 1 the first
 	MainBusy    float64      `json:"main_busy"`
 	IOThreads   int          `json:"io_threads"`
 	IOBusyMax   float64      `json:"io_busy_max"`
@@ -106,7 +108,7 @@ func Diff(a, b *Snapshot) *Window {
 }
 
 func diffProc(a, b *ProcSample, sec float64) *ProcWindow {
-	pw := &ProcWindow{PID: b.PID}
+	pw := &ProcWindow{PID: b.PID, Node: b.Node}
 	if b.MinFlt >= a.MinFlt {
 		pw.MinorFaults = b.MinFlt - a.MinFlt
 	}
@@ -161,6 +163,15 @@ func (w *Window) Processes() []*ProcWindow {
 		return nil
 	}
 	return append([]*ProcWindow{w.Server}, w.Nodes...)
+}
+
+// NodeName names a cluster node as the chart and the label do: "node 2
+// (pid 4711)"; "" for a server of one process.
+func (p *ProcWindow) NodeName() string {
+	if p == nil || p.Node == 0 {
+		return ""
+	}
+	return fmt.Sprintf("node %d (pid %d)", p.Node, p.PID)
 }
 
 // Busiest is the server process whose busiest thread (main or I/O) was

@@ -10,24 +10,25 @@ import (
 	"github.com/linerate/linerate/sweeps/metrics"
 )
 
-// agentServers are the servers an agent's metrics cover; the HTTP
-// handler reads them while the request loop changes them.
+// agentServers are the servers an agent's metrics cover (each its
+// processes: a cluster's every node); the HTTP handler reads them while
+// the request loop changes them.
 type agentServers struct {
 	mu sync.Mutex
-	m  map[int]metrics.HostServer
+	m  map[int][]metrics.HostServer
 }
 
-func (s *agentServers) set(id int, hs *metrics.HostServer) {
+func (s *agentServers) set(id int, hs []metrics.HostServer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = map[int]metrics.HostServer{}
+		s.m = map[int][]metrics.HostServer{}
 	}
 	if hs == nil {
 		delete(s.m, id)
 		return
 	}
-	s.m[id] = *hs
+	s.m[id] = hs
 }
 
 func (s *agentServers) list() []metrics.HostServer {
@@ -38,9 +39,9 @@ func (s *agentServers) list() []metrics.HostServer {
 		ids = append(ids, id)
 	}
 	sort.Ints(ids) // in start order
-	out := make([]metrics.HostServer, 0, len(ids))
+	var out []metrics.HostServer
 	for _, id := range ids {
-		out = append(out, s.m[id])
+		out = append(out, s.m[id]...)
 	}
 	return out
 }
@@ -57,6 +58,5 @@ func (a *Agent) noteServer(id int, srv sweeps.RunningServer) {
 		a.metricServers.set(id, nil)
 		return
 	}
-	hs := metrics.ServerOf(srv)
-	a.metricServers.set(id, &hs)
+	a.metricServers.set(id, metrics.ServersOf(srv))
 }

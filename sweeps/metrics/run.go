@@ -74,10 +74,17 @@ func (p cellProgress) CellStart(c sweeps.Cell) {
 	p.Progress.CellStart(c)
 }
 
-// ServerOf is how the metrics name a running server.
-func ServerOf(srv sweeps.RunningServer) HostServer {
+// ServersOf is how the metrics name a running server's processes: its
+// PID, then a cluster's other nodes under the same name (their pid
+// labels tell them apart).
+func ServersOf(srv sweeps.RunningServer) []HostServer {
 	id := srv.Identity()
-	return HostServer{Name: id.Name + "-" + id.Version, PID: srv.PID()}
+	name := id.Name + "-" + id.Version
+	out := []HostServer{{Name: name, PID: srv.PID()}}
+	for _, pid := range sweeps.NodePIDs(srv) {
+		out = append(out, HostServer{Name: name, PID: pid})
+	}
+	return out
 }
 
 // startedServers remembers the servers a starter started on this machine.
@@ -90,14 +97,8 @@ type startedServers struct {
 func (s *startedServers) Start(ctx context.Context, v sweeps.PlanVersion, logDir string) (sweeps.RunningServer, error) {
 	srv, err := s.ServerStarter.Start(ctx, v, logDir)
 	if err == nil && srv.PID() > 0 {
-		hs := ServerOf(srv)
 		s.mu.Lock()
-		s.list = append(s.list, hs)
-		// A cluster's other nodes, under its name: their pid labels
-		// tell them apart.
-		for _, pid := range sweeps.NodePIDs(srv) {
-			s.list = append(s.list, HostServer{Name: hs.Name, PID: pid})
-		}
+		s.list = append(s.list, ServersOf(srv)...)
 		s.mu.Unlock()
 	}
 	return srv, err

@@ -55,6 +55,10 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir
 	}
 	addr := s.Agent.Host.DataAddr()
 	a := s.Agent
+	if pv.Spec.Server.TLS && logDir == "" {
+		// Refused before a server starts only to be stopped (keepCA).
+		return nil, fmt.Errorf("start %s on %s: a TLS-only server's CA is kept in the run's log directory, and none was given", pv.Segment, a.Host.Name())
+	}
 	if !addr.IsValid() {
 		// Bound to loopback, the client host could not reach it.
 		return nil, fmt.Errorf("start %s on %s: the host has no data address (an ssh host named by host name needs data-address in the provider block)", pv.Segment, a.Host.Name())

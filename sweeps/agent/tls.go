@@ -38,15 +38,16 @@ func startedTLS(srv sweeps.RunningServer) (*agentTLS, error) {
 
 // keepCA writes a remote server's CA where the bench reads it
 // (local.HostBencher copies it on to a client host): in the run's log
-// directory, tls/SEGMENT.ca.crt, as a netns pair keeps its CA there. It
-// is the run's and stays with it; the system's temp directory would keep
-// it for good after a kill -9 of this process.
+// directory, tls/SEGMENT.ca.crt, the last start's (a server started on
+// this machine keeps its CA under its own log directory). It is the
+// run's and stays with it; the system's temp directory would keep it for
+// good after a kill -9 of this process.
 func keepCA(logDir, segment string, t *agentTLS) (string, error) {
 	if logDir == "" {
 		return "", errors.New("keep the server's CA: no run log directory to keep it in")
 	}
 	path := filepath.Join(logDir, "tls", segment+".ca.crt")
-	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	err := os.MkdirAll(filepath.Dir(path), 0o700)
 	if err == nil {
 		err = atomicfile.Write(path, []byte(t.CA))
 	}

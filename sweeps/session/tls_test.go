@@ -84,8 +84,9 @@ func TestTLSCampaignOnNetnsPair(t *testing.T) {
 }
 
 // The same campaign on an ssh pair: the agent on the server host starts
-// the server and sends its CA back, which is kept on this machine, copied
-// to the client host for its bench, and removed with the server.
+// the server and sends its CA back, which is kept in the run on this
+// machine and copied to the client host for each bench (the copy removed
+// after it).
 func TestTLSCampaignOnSSHPair(t *testing.T) {
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-tls-ssh")

@@ -397,17 +397,9 @@ func TestDocsListEveryColumn(t *testing.T) {
 // GET cell's keys_per_op is empty.
 func TestMultiKeyRows(t *testing.T) {
 	run := readRun(t, sampleDir)
-	var id string
-	for cid, rec := range run.Cells {
-		if rec.Result != nil && rec.Result.Ops[lab.OpGet] != nil && len(rec.Result.Ops) == 1 {
-			id = cid
-			break
-		}
-	}
-	if id == "" {
-		t.Fatal("the sample has no GET cell")
-	}
-	rec := run.Cells[id]
+	id, rec := sampleCell(t, run, "GET cell", func(rec *sweeps.CellRecord) bool {
+		return rec.Result != nil && rec.Result.Ops[lab.OpGet] != nil && len(rec.Result.Ops) == 1
+	})
 	w := rec.Result.Workload
 	w.Command, w.KeysPerOp = lab.CommandMGet, 10
 	rec.Result.Workload, rec.Workload = w, w
@@ -426,17 +418,9 @@ func TestMultiKeyRows(t *testing.T) {
 // limit label judged, and its faults per request every node's together.
 func TestClusterCellServerColumns(t *testing.T) {
 	run := readRun(t, sampleDir)
-	var id string
-	for cid, rec := range run.Cells {
-		if rec.Host != nil && rec.Host.Server != nil && rec.Result != nil {
-			id = cid
-			break
-		}
-	}
-	if id == "" {
-		t.Fatal("the sample has no cell with server thread figures")
-	}
-	rec := run.Cells[id]
+	id, rec := sampleCell(t, run, "cell with server thread figures", func(rec *sweeps.CellRecord) bool {
+		return rec.Host != nil && rec.Host.Server != nil && rec.Result != nil
+	})
 	first := rec.Host.Server
 	first.Node, first.MinorFaultsPerOp = 1, 0.25
 	busiest := &hostmetrics.ProcWindow{PID: 99, Node: 2, MainBusy: first.MainBusy + 0.1, IOThreads: 3, IOBusyMax: 0.4, MinorFaultsPerOp: 0.5}
@@ -453,4 +437,16 @@ func TestClusterCellServerColumns(t *testing.T) {
 			t.Errorf("%s: server_minor_faults_per_op %q, want every node's 0.875", id, r["server_minor_faults_per_op"])
 		}
 	}
+}
+
+// sampleCell is the first cell of run, in cell order, that ok accepts.
+func sampleCell(t *testing.T, run *sweeps.Run, what string, ok func(*sweeps.CellRecord) bool) (string, *sweeps.CellRecord) {
+	t.Helper()
+	for _, rec := range run.Sorted() {
+		if ok(rec) {
+			return rec.CellID, rec
+		}
+	}
+	t.Fatalf("the sample has no %s", what)
+	return "", nil
 }

@@ -276,10 +276,13 @@ func (s *containerServer) watch() {
 	if !e.Expected {
 		s.keepLog(context.Background())
 		e.LogTail = tail(s.logPath, 20)
+	}
+	// done first, as localServer's: a Stop on the report finds it gone.
+	close(s.done)
+	if !e.Expected {
 		s.exited <- e
 	}
 	close(s.exited)
-	close(s.done)
 }
 
 // keepLog copies the container's log to LogPath for the record.

@@ -306,15 +306,21 @@ func (s *localServer) wait() {
 	}
 	s.mu.Lock()
 	e.Expected = s.stopping
-	s.exit = e
 	s.mu.Unlock()
 	if !e.Expected {
 		e.LogTail = tail(s.logPath, 20)
-		s.exit.LogTail = e.LogTail
+	}
+	s.mu.Lock()
+	s.exit = e
+	s.mu.Unlock()
+	// done closes before the report: a Stop called on the report must
+	// find the process gone, not ask a dead server to SHUTDOWN (the
+	// other order failed TestLocalReportsKill once in a full run).
+	close(s.done)
+	if !e.Expected {
 		s.exited <- e
 	}
 	close(s.exited)
-	close(s.done)
 }
 
 // dial opens a control connection to the server. Its replies are read

@@ -170,6 +170,12 @@ func TestLocalReportsKill(t *testing.T) {
 		if e.Expected || e.Signal != "SIGKILL" || !strings.Contains(e.LogTail, "Ready to accept") {
 			t.Errorf("exit = %+v, want unexpected SIGKILL with log tail", e)
 		}
+		// Once reported, the server is gone for Stop too.
+		select {
+		case <-srv.(*localServer).done:
+		default:
+			t.Error("the exit was reported before the server counted as gone")
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGKILL not reported")
 	}

@@ -163,13 +163,23 @@ func TestOpenLoopKeepsUpWithinOnePercent(t *testing.T) {
 				if ol.Sent != 1200 || ol.Dropped != 0 || !ol.Sustainable {
 					problems = append(problems, fmt.Sprintf("sent %d dropped %d: the window's schedule holds 1200", ol.Sent, ol.Dropped))
 				}
-				// The raw engine wakes for each request (epoll_pwait2);
-				// valkey-go's goroutines sleep on Go's timers, and on a
-				// shared machine some wake late: its lateness is logged.
-				if name == lab.EngineRaw && float64(ol.Late) > 0.05*float64(ol.Sent) {
-					problems = append(problems, fmt.Sprintf("%d of %d requests late against an idle server", ol.Late, ol.Sent))
-				}
+				// The raw engine wakes for each request (epoll_pwait2):
+				// at most 5 % late, or what the machine's own timers
+				// explain, measured right after on the same schedule
+				// (twice their late wakes and 1 %). valkey-go's goroutines
+				// sleep on Go's timers, and on a shared machine some wake
+				// late: its lateness is logged.
 				t.Logf("%s: achieved %.2f of %.0f/s, %d of %d late", name, ol.Achieved, ol.Offered, ol.Late, ol.Sent)
+				if name == lab.EngineRaw && float64(ol.Late) > 0.05*float64(ol.Sent) {
+					base, err := labtest.TimerLate(1200, time.Second/400, lab.LateAfter)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("the machine's own timers: %d of 1200 wakes late on the same schedule", base)
+					if float64(ol.Late) > 2*float64(base)+0.01*float64(ol.Sent) {
+						problems = append(problems, fmt.Sprintf("%d of %d requests late against an idle server, where the machine's own timers woke late %d of 1200 times", ol.Late, ol.Sent, base))
+					}
+				}
 				return problems
 			}
 			upToThreeTries(t, func() []string { return judge(run(t, w)) })

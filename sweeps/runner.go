@@ -399,6 +399,9 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	var before, after *hostmetrics.Snapshot
 	hs, remote := srv.(HostSampler)
 	sampling := r.Sampler != nil || remote
+	// The server's processes are fixed once it started: asked once a
+	// cell, not at every sample.
+	pid, nodes := srv.PID(), NodePIDs(srv)
 	snap := func() *hostmetrics.Snapshot {
 		var s *hostmetrics.Snapshot
 		var err error
@@ -410,7 +413,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 			s, err = hs.SnapshotHost(sctx)
 			cancel()
 		case r.Sampler != nil:
-			s, err = r.Sampler.Snapshot(srv.PID(), NodePIDs(srv)...)
+			s, err = r.Sampler.Snapshot(pid, nodes...)
 		}
 		if err != nil {
 			return nil

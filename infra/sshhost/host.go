@@ -224,10 +224,22 @@ func (h *Host) conn(ctx context.Context) (*ssh.Client, error) {
 // instance pair up until its dead-man shutdown.
 var KeepaliveEvery = 15 * time.Second
 
+// keepalive watches c until it closes, for any reason: a closed client
+// leaves no watcher waiting for its next tick.
 func (h *Host) keepalive(c *ssh.Client) {
+	closed := make(chan struct{})
+	go func() {
+		c.Wait() // returns once the connection is closed, for any reason
+		close(closed)
+	}()
 	t := time.NewTicker(KeepaliveEvery)
 	defer t.Stop()
-	for range t.C {
+	for {
+		select {
+		case <-closed:
+			return
+		case <-t.C:
+		}
 		answered := make(chan error, 1)
 		go func() {
 			// OpenSSH answers an unknown global request with a failure:
@@ -240,6 +252,8 @@ func (h *Host) keepalive(c *ssh.Client) {
 			if err != nil { // the connection is closed: nothing to watch
 				return
 			}
+		case <-closed:
+			return
 		case <-time.After(KeepaliveEvery):
 			h.drop(c)
 			return

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/plots/internal/fixture"
 )
@@ -49,11 +51,14 @@ func fixtureRun(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
-	os.Exit(code)
+	// No goroutine (the browser's pipe reader and waiter) outlives the tests;
+	// the fixture goes after the check.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if fixtureDir != "" {
+			os.RemoveAll(fixtureDir)
+		}
+		os.Exit(code)
+	}))
 }
 
 func load(t *testing.T, dir string) *Campaign {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // These tests use the real kernel: veth pairs inside network namespaces the
@@ -35,9 +37,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(sharedRoot)
-	os.Exit(code)
+	// No goroutine (a hop into a namespace, a command's waiter)
+	// outlives the tests; the fixtures go after the check.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(sharedRoot)
+		os.Exit(code)
+	}))
 }
 
 // needRoot skips outside CI when the test cannot create namespaces, and

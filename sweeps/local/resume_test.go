@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
@@ -45,7 +47,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// No goroutine of a starter, bencher or reaper outlives its test.
+	goleak.VerifyTestMain(m)
 }
 
 // SIGKILL the real runner in the middle of a real campaign, then resume:

@@ -23,14 +23,9 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("SWEEPS_HELPER") {
 	case "":
-		code := m.Run()
 		// The runner starts watcher and sampler goroutines per cell; none
 		// may outlive its run.
-		if err := goleak.Find(); code == 0 && err != nil {
-			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
-			code = 1
-		}
-		os.Exit(code)
+		goleak.VerifyTestMain(m)
 	case "hold-lock":
 		st, err := OpenStore(os.Getenv("SWEEPS_DIR"))
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/infra/sshhost"
@@ -26,7 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PARTS_HELPER") == "netns-tune" {
 		os.Exit(netnsTuneHelper())
 	}
-	os.Exit(m.Run())
+	// No goroutine of a session (agents, samplers, servers' waiters)
+	// outlives its Close.
+	goleak.VerifyTestMain(m)
 }
 
 // redisBinary is Debian's redis-server, which .ci/setup installs.

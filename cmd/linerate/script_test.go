@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"go.uber.org/goleak"
 
 	"github.com/linerate/linerate/tuning"
 )
@@ -18,8 +19,19 @@ import (
 // TestMain makes this test binary the linerate command too: testscript puts
 // a copy of it named linerate on the scripts' PATH, and started under that
 // name it runs main. The scripts run the real code without a separate build.
+// Run as the tests, it also fails them when a goroutine outlives them.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"linerate": main})
+	testscript.Main(leakChecked{m}, map[string]func(){"linerate": main})
+}
+
+// leakChecked runs the tests, then goleak's check, and hands the exit code
+// back to testscript.Main, which exits with it after its own cleanup.
+type leakChecked struct{ m *testing.M }
+
+func (l leakChecked) Run() int {
+	code := 0
+	goleak.VerifyTestMain(l.m, goleak.Cleanup(func(c int) { code = c }))
+	return code
 }
 
 // TestScripts runs testdata/script/*.txtar, one concern of the CLI each.

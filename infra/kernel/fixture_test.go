@@ -64,6 +64,9 @@ func TestFixtureHostFacts(t *testing.T) {
 	if r, err := fixture.KernelRelease(); err != nil || r != "9.9.9-fixture" {
 		t.Errorf("kernel release = %q, %v", r, err)
 	}
+	if a, err := fixture.Arch(); err != nil || a != "x86_64" {
+		t.Errorf("arch = %q, %v", a, err)
+	}
 	if b, err := fixture.BootTime(); err != nil || !b.Equal(time.Unix(1700000000, 0)) {
 		t.Errorf("boot time = %v, %v", b, err)
 	}
@@ -152,6 +155,15 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+// The architecture is the root's, not this machine's.
+func TestArchOfRoot(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "proc/sys/kernel/arch", "aarch64\n")
+	if a, err := (FS{Root: root}).Arch(); err != nil || a != "aarch64" {
+		t.Errorf("arch = %q, %v; want aarch64", a, err)
+	}
+}
+
 // A root that lacks the files says so, naming what it read.
 func TestEmptyRoot(t *testing.T) {
 	empty := FS{Root: t.TempDir()}
@@ -160,6 +172,7 @@ func TestEmptyRoot(t *testing.T) {
 		"net/dev":     second(empty.NetDev()),
 		"cpuinfo":     second(empty.CPUInfo()),
 		"boot time":   second(empty.BootTime()),
+		"arch":        second(empty.Arch()),
 		"identity":    second(empty.Identity(1)),
 		"stat":        second(empty.ProcStat(1)),
 		"interfaces":  second(empty.Interfaces()),

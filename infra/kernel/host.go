@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/net"
+	"golang.org/x/sys/unix"
 )
 
 // CPUTimes is one CPU's time so far by kind, in ticks (UserHZ), as
@@ -115,6 +117,24 @@ func (f FS) Hostname() (string, error) { return f.ReadString("/proc/sys/kernel/h
 
 // KernelRelease reads /proc/sys/kernel/osrelease ("6.12.48+deb13-amd64").
 func (f FS) KernelRelease() (string, error) { return f.ReadString("/proc/sys/kernel/osrelease") }
+
+// Arch reads the machine the kernel runs on, as uname names it ("x86_64",
+// "aarch64"): /proc/sys/kernel/arch, there since Linux 6.1. On the machine
+// itself (root "/") an older kernel's comes from uname(2); under any other
+// root its absence is an error, as for every file.
+func (f FS) Arch() (string, error) {
+	a, err := f.ReadString("/proc/sys/kernel/arch")
+	if errors.Is(err, fs.ErrNotExist) && f.root() == "/" {
+		var u unix.Utsname
+		if uerr := unix.Uname(&u); uerr == nil {
+			return unix.ByteSliceToString(u.Machine[:]), nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("read architecture: %w", err)
+	}
+	return a, nil
+}
 
 // BootTime reads when the host booted, from the btime line of /proc/stat.
 // By hand: gopsutil's boot time probes for containers first and caches the

@@ -28,6 +28,9 @@ func TestRealHost(t *testing.T) {
 	if h, err := here.Hostname(); err != nil || h != unix.ByteSliceToString(u.Nodename[:]) {
 		t.Errorf("hostname %q, %v; uname says %q", h, err, unix.ByteSliceToString(u.Nodename[:]))
 	}
+	if a, err := here.Arch(); err != nil || a != unix.ByteSliceToString(u.Machine[:]) {
+		t.Errorf("arch %q, %v; uname says %q", a, err, unix.ByteSliceToString(u.Machine[:]))
+	}
 	ci, err := here.CPUInfo()
 	if err != nil || ci.Model == "" || ci.CPUs < runtime.NumCPU() {
 		t.Errorf("cpuinfo %+v, %v; want a model and at least the %d CPUs this process may use", ci, err, runtime.NumCPU())

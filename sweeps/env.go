@@ -17,6 +17,10 @@ type Build struct {
 	Commit    string `json:"commit,omitempty"`
 	Modified  bool   `json:"modified,omitempty"` // built from a tree with uncommitted changes
 	GoVersion string `json:"go_version"`
+	// GOOS and GOARCH are what the binary was built for (runtime.GOOS,
+	// runtime.GOARCH): "linux", "amd64" or "arm64".
+	GOOS   string `json:"goos"`
+	GOARCH string `json:"goarch"`
 }
 
 // ThisBuild reads the binary's own build info (vcs.revision is present when
@@ -24,7 +28,8 @@ type Build struct {
 func ThisBuild() Build {
 	lb := lab.Build() // one notion of "this binary" for bench records and run records
 	commit, dirty := strings.CutSuffix(lb.Commit, "-dirty")
-	return Build{Version: lb.Version, Commit: commit, Modified: dirty, GoVersion: lb.GoVersion}
+	return Build{Version: lb.Version, Commit: commit, Modified: dirty, GoVersion: lb.GoVersion,
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 }
 
 // WriteText prints one fact a line, name first, for people and grep.
@@ -34,7 +39,7 @@ func (b Build) WriteText(w io.Writer) {
 		commit, modified = "unknown (built without VCS information)", "unknown"
 	}
 	fmt.Fprintf(w, "linerate %s\ncommit   %s\nmodified %s\ngo       %s %s/%s\n",
-		b.Version, commit, modified, b.GoVersion, runtime.GOOS, runtime.GOARCH)
+		b.Version, commit, modified, b.GoVersion, b.GOOS, b.GOARCH)
 }
 
 // HostFacts is one host of the run.
@@ -42,6 +47,7 @@ type HostFacts struct {
 	Role     string    `json:"role"` // server, client, or both on one machine
 	Hostname string    `json:"hostname"`
 	Kernel   string    `json:"kernel"`
+	Arch     string    `json:"arch"` // the kernel's machine, as uname names it: x86_64, aarch64
 	CPUModel string    `json:"cpu_model"`
 	CPUs     int       `json:"cpus"`
 	NICs     []NICFact `json:"nics,omitempty"`
@@ -70,6 +76,7 @@ func LocalHostFacts(root, role string) HostFacts {
 	h := HostFacts{Role: role}
 	h.Hostname, _ = k.Hostname()
 	h.Kernel, _ = k.KernelRelease()
+	h.Arch, _ = k.Arch()
 	if ci, err := k.CPUInfo(); err == nil {
 		h.CPUModel, h.CPUs = ci.Model, ci.CPUs
 	}

@@ -22,6 +22,7 @@ func TestLocalHostFactsFromRoot(t *testing.T) {
 	}
 	w("proc/sys/kernel/hostname", "srv-7\n")
 	w("proc/sys/kernel/osrelease", "6.1.0-fixture\n")
+	w("proc/sys/kernel/arch", "aarch64\n")
 	w("proc/cpuinfo", "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n\nprocessor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n")
 	w("sys/devices/pci0/dev5/net/ens5/speed", "100000\n")
 	w("sys/bus/pci/drivers/ena/.keep", "")
@@ -41,7 +42,7 @@ func TestLocalHostFactsFromRoot(t *testing.T) {
 	}
 	got := LocalHostFacts(root, "server")
 	speed := 100000
-	want := HostFacts{Role: "server", Hostname: "srv-7", Kernel: "6.1.0-fixture", CPUModel: "Neoverse-V2", CPUs: 2,
+	want := HostFacts{Role: "server", Hostname: "srv-7", Kernel: "6.1.0-fixture", Arch: "aarch64", CPUModel: "Neoverse-V2", CPUs: 2,
 		NICs: []NICFact{{Name: "ens5", Driver: "ena", SpeedMbps: &speed}, {Name: "lo"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("facts\n got %+v\nwant %+v", got, want)

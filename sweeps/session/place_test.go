@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/infra/aws/awsfake"
@@ -279,12 +281,14 @@ func checkNICDeltas(t *testing.T, rec *sweeps.CellRecord, want ...string) {
 
 // checkLink: env.json holds the link calibrated before the first cell,
 // both directions with one connection and with the campaign's count, and
-// the interfaces that carried it ("HOST IFNAME DRIVER").
+// the interfaces that carried it ("HOST IFNAME DRIVER"); and checkArch's
+// architectures.
 func checkLink(t *testing.T, env *sweeps.Environment, nics ...string) {
 	t.Helper()
 	if env == nil || env.Link == nil {
 		t.Fatalf("env.json has no link: %+v", env)
 	}
+	checkArch(t, env)
 	l := env.Link
 	t.Logf("link: GET %.2f Gbps per flow, %.2f with %d; SET %.2f per flow, %.2f with %d", l.GET.PerFlowGbps, l.GET.Gbps, l.Connections, l.SET.PerFlowGbps, l.SET.Gbps, l.Connections)
 	if l.GET.PerFlowGbps <= 0 || l.GET.Gbps <= 0 || l.SET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 || l.Connections < 1 {
@@ -299,5 +303,27 @@ func checkLink(t *testing.T, env *sweeps.Environment, nics ...string) {
 	}
 	if strings.Join(got, ", ") != strings.Join(nics, ", ") {
 		t.Errorf("link NICs %v, want %v", got, nics)
+	}
+}
+
+// checkArch: env.json says what every host's kernel runs on (all of them
+// this machine's, as uname says) and what the binary was built for.
+func checkArch(t *testing.T, env *sweeps.Environment) {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	machine := unix.ByteSliceToString(u.Machine[:])
+	if len(env.Hosts) == 0 {
+		t.Errorf("env.json has no hosts")
+	}
+	for _, h := range env.Hosts {
+		if h.Arch != machine {
+			t.Errorf("env.json host %q: arch %q, want %q", h.Role, h.Arch, machine)
+		}
+	}
+	if b := env.Linerate; b.GOARCH != runtime.GOARCH || b.GOOS != runtime.GOOS {
+		t.Errorf("env.json linerate: goos %q goarch %q, want %s/%s", b.GOOS, b.GOARCH, runtime.GOOS, runtime.GOARCH)
 	}
 }

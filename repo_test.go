@@ -1,0 +1,234 @@
+// Package linerate_test holds the rules that span the whole module; it has
+// tests only. Each rule reads the source with go/parser: no build, no
+// network, well under a second.
+package linerate_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/linerate/linerate"
+
+// Packages from outside the module whose use starts goroutines of their
+// own (servers, connection readers, transports): importing one counts like
+// a go statement.
+var outsideStarters = []string{
+	"net/http",
+	"net/http/httptest",
+	"golang.org/x/crypto/ssh",
+	"github.com/pkg/sftp",
+	"github.com/valkey-io/valkey-go",
+}
+
+// srcDir is one directory of Go files, parsed.
+type srcDir struct {
+	rel       string // slash path from the module root, "." for the root
+	hasTests  bool
+	goStmt    bool            // a go statement in any file, tests included
+	libGo     bool            // a go statement outside the tests
+	imports   map[string]bool // every file's, tests included
+	libImport map[string]bool // the non-test files'
+	verified  bool            // a _test.go file calls goleak.VerifyTestMain
+}
+
+// TestGoroutineStartersVerifyNoLeaks: every package whose code or tests
+// start goroutines — a go statement there, or a use of a package whose
+// code starts some (ours, through its non-test imports, or one of
+// outsideStarters) — checks that none outlives its tests:
+// goleak.VerifyTestMain in the TestMain of that directory (one TestMain per
+// directory: package x and package x_test build into one test binary).
+// A package without tests has no test binary to check; its users do.
+func TestGoroutineStartersVerifyNoLeaks(t *testing.T) {
+	dirs := parseModule(t, ".")
+	if len(dirs) < 10 {
+		t.Fatalf("found %d package directories; is the test running at the module root?", len(dirs))
+	}
+	for _, m := range unverified(dirs) {
+		t.Errorf("%s starts goroutines but no _test.go there calls goleak.VerifyTestMain: add it to the package's TestMain (a main_test.go when it has none)", m)
+	}
+}
+
+// The rule itself, on a small tree: a go statement in a test, a use of a
+// package that starts goroutines (two imports away, and from outside the
+// module) each ask for the check; a package that starts none does not.
+func TestGoroutineRuleOnATree(t *testing.T) {
+	root := t.TempDir()
+	for name, src := range map[string]string{
+		"go.mod":                 "module " + module + "\n",
+		"a/a.go":                 "package a\n\nfunc Start() { go func() {}() }\n",
+		"b/b.go":                 "package b\n\nimport _ \"" + module + "/a\"\n",
+		"c/c_test.go":            "package c_test\n\nimport _ \"" + module + "/b\"\n",
+		"d/d_test.go":            "package d\n\nimport \"testing\"\n\nfunc TestD(t *testing.T) { go t.Log() }\n",
+		"e/e_test.go":            "package e\n\nimport _ \"net/http\"\n",
+		"pure/p.go":              "package pure\n\nimport \"strings\"\n\nvar _ = strings.ToUpper\n",
+		"pure/p_test.go":         "package pure\n",
+		"a/main_test.go":         "package a\n\nimport (\n\t\"testing\"\n\n\tleak \"go.uber.org/goleak\"\n)\n\nfunc TestMain(m *testing.M) { leak.VerifyTestMain(m) }\n",
+		"testdata/x/x_test.go":   "package x\n\nfunc init() { go func() {}() }\n",
+		"f/testdata/y/y_test.go": "package y\n\nfunc init() { go func() {}() }\n",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := unverified(parseModule(t, root))
+	want := []string{"c (uses b)", "d (has a go statement)", "e (uses net/http)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("packages lacking the check\n got %q\nwant %q", got, want)
+	}
+}
+
+// unverified names each directory with tests that starts goroutines
+// without goleak's check, and why it counts, sorted.
+func unverified(dirs map[string]*srcDir) []string {
+	// starts[importPath]: using that package (its non-test code) may start
+	// goroutines. A fixed point over the module's non-test imports.
+	starts := map[string]bool{}
+	for _, p := range outsideStarters {
+		starts[p] = true
+	}
+	for _, d := range dirs {
+		if d.libGo {
+			starts[importPath(d.rel)] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, d := range dirs {
+			ip := importPath(d.rel)
+			if starts[ip] {
+				continue
+			}
+			for imp := range d.libImport {
+				if starts[imp] {
+					starts[ip], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	var missing []string
+	for _, d := range dirs {
+		if !d.hasTests || d.verified {
+			continue
+		}
+		why := ""
+		if d.goStmt {
+			why = "has a go statement"
+		} else {
+			var via []string
+			for imp := range d.imports {
+				if starts[imp] {
+					via = append(via, strings.TrimPrefix(imp, module+"/"))
+				}
+			}
+			if len(via) > 0 {
+				slices.Sort(via)
+				why = "uses " + strings.Join(via, ", ")
+			}
+		}
+		if why != "" {
+			missing = append(missing, d.rel+" ("+why+")")
+		}
+	}
+	slices.Sort(missing)
+	return missing
+}
+
+func importPath(rel string) string {
+	if rel == "." {
+		return module
+	}
+	return module + "/" + rel
+}
+
+// parseModule parses every .go file under root, keyed by directory;
+// testdata and directories named with a leading "." or "_" are not
+// packages, as for the go command.
+func parseModule(t *testing.T, root string) map[string]*srcDir {
+	t.Helper()
+	fset := token.NewFileSet()
+	dirs := map[string]*srcDir{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := e.Name()
+		if e.IsDir() {
+			if p != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if p != root {
+				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		d := dirs[rel]
+		if d == nil {
+			d = &srcDir{rel: rel, imports: map[string]bool{}, libImport: map[string]bool{}}
+			dirs[rel] = d
+		}
+		isTest := strings.HasSuffix(name, "_test.go")
+		d.hasTests = d.hasTests || isTest
+		leak := "" // the file's name for go.uber.org/goleak
+		for _, is := range f.Imports {
+			ip, _ := strconv.Unquote(is.Path.Value)
+			d.imports[ip] = true
+			if !isTest {
+				d.libImport[ip] = true
+			}
+			if ip == "go.uber.org/goleak" {
+				leak = path.Base(ip)
+				if is.Name != nil {
+					leak = is.Name.Name
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				d.goStmt = true
+				d.libGo = d.libGo || !isTest
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && isTest && leak != "" && sel.Sel.Name == "VerifyTestMain" {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == leak {
+						d.verified = true
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}

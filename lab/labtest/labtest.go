@@ -204,9 +204,21 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/linerate once per test process and returns its path.
+// BinaryEnv names a linerate binary built from this tree for every test
+// package to share (`make test` builds it once); unset, each test process
+// builds its own.
+const BinaryEnv = "LINERATE_TEST_BINARY"
+
+// Binary builds cmd/linerate once per test process and returns its path,
+// or returns $LINERATE_TEST_BINARY's.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv(BinaryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("$%s: %v", BinaryEnv, err)
+		}
+		return p
+	}
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
@@ -276,8 +288,9 @@ func Dist(t testing.TB) string {
 	t.Helper()
 	bin := Binary(t)
 	distOnce.Do(func() {
-		distOnce.dir = filepath.Join(filepath.Dir(bin), "dist")
-		if distOnce.err = os.MkdirAll(distOnce.dir, 0o755); distOnce.err == nil {
+		// A folder of this process's own: the binary may be shared by
+		// test processes running side by side.
+		if distOnce.dir, distOnce.err = os.MkdirTemp("", "linerate-dist"); distOnce.err == nil {
 			link := filepath.Join(distOnce.dir, "linerate-linux-"+runtime.GOARCH)
 			os.Remove(link)
 			distOnce.err = os.Symlink(bin, link)

@@ -18,6 +18,7 @@ import (
 // client namespace and reaches every node by the addresses CLUSTER SLOTS
 // gives.
 func TestRealClusterCampaignOnNetnsPair(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("network namespaces need root; CI runs as root")
@@ -40,8 +41,8 @@ workload:
   connections: 3
   threads: 1
   keyspace: 6
-  warmup: 200ms
-  duration: 1s
+  warmup: 100ms
+  duration: 400ms
 `)
 	s := open(t, c, t.TempDir(), Options{})
 	run := runAll(t, s)

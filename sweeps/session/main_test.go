@@ -49,8 +49,8 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
-  warmup: 200ms
-  duration: 1s
+  warmup: 100ms
+  duration: 400ms
 `
 }
 

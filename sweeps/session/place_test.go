@@ -26,6 +26,7 @@ import (
 // 198.18.0.1, `linerate bench` runs in the client namespace, the server's
 // NIC counters are its veth's, and the namespaces are gone after Close.
 func TestRealCampaignOnNetnsPair(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("network namespaces need root; CI runs as root")
@@ -41,8 +42,8 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	// agent in each namespace sets them and a per-namespace sysctl there.
 	profileIn(t, profiles, "queues", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
 	s := open(t, c, dir, Options{Profiles: profiles})
+	srvNS, cliNS := netnsPair(t, s)
 	run := runAll(t, s)
-	srvNS, _ := netnsPair(t)
 	for _, check := range []struct{ cmd, want string }{
 		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},
 		{"cat /proc/sys/net/core/somaxconn", "1313"},
@@ -76,8 +77,10 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
-	if strings.Contains(string(out), "lr-"+strconv.Itoa(os.Getpid())) {
-		t.Errorf("namespaces left after Close:\n%s", out)
+	for _, f := range strings.Fields(string(out)) {
+		if f == srvNS || f == cliNS {
+			t.Errorf("namespace %s left after Close:\n%s", f, out)
+		}
 	}
 }
 
@@ -160,6 +163,7 @@ func remoteSpec(bin, name, provider string) string {
 // on the client host; the tuning profile is applied on both hosts, checked
 // before each cell and reverted; host keys are pinned in the run directory.
 func TestRealCampaignOnSSHPair(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-ssh")
 	dir, profiles := t.TempDir(), t.TempDir()
@@ -207,6 +211,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 // fake, the cells run over SSH, and after Close the fake's ledger holds no
 // live resource.
 func TestRealCampaignOnFakeAWSPair(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-aws")
 	f := awsfake.New()

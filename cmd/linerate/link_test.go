@@ -16,6 +16,7 @@ import (
 // measured both ways with one connection and with the campaign's count,
 // printed, stored as env.json's link, and the pair is gone after.
 func TestLinkCommandOnNetns(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("network namespaces need root; CI runs as root")

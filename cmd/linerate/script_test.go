@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 // Scripts need neither root nor a network; docs/architecture.md (Testing)
 // says how to add and run one.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams(t))
 }
 

@@ -55,6 +55,7 @@ func linerateIn(t *testing.T, dir, ns, stdin string, args ...string) (int, strin
 // client namespace, which reaches both sshds, as an operator's machine
 // reaches the lab hosts.
 func TestSweepRunOnSSHPair(t *testing.T) {
+	t.Parallel()
 	redis, err := exec.LookPath("redis-server")
 	sshtest.Need(t, err == nil, "redis-server missing (Debian redis-server)")
 	l := sshtest.New(t, "cli-ssh")

@@ -56,6 +56,7 @@ func recordingPeer(t *testing.T, layout *lab.ValueLayout) (*labtest.Peer, func()
 // seed, connections with one request in flight each send the same
 // sequence whichever engine drives them, prefill included.
 func TestEnginesDrawTheSameSequence(t *testing.T) {
+	t.Parallel()
 	layout := lab.NewValueLayout(4096, 5)
 	for _, tc := range []struct {
 		name     string

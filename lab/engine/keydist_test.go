@@ -21,6 +21,7 @@ import (
 // machine's speed. α 0.9 was refused before lab/keys: Go's sampler needs
 // α > 1.
 func TestEngineDrawsZipfKeys(t *testing.T) {
+	t.Parallel()
 	const (
 		keyspace = 500
 		top      = 10

@@ -48,6 +48,7 @@ func multiWorkload(port int, cmd lab.Command) lab.Workload {
 // of the values, wire bytes the server's within 1 %. MSET writes values
 // the MGETs then verify.
 func TestMultiKeyAgainstServers(t *testing.T) {
+	t.Parallel()
 	for name, start := range multiServers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
@@ -123,6 +124,7 @@ func TestMultiKeyAgainstServers(t *testing.T) {
 // the server's MGET calls. The same from a second connection mid-run: no
 // more errors than MGETs, never a tenfold count.
 func TestMGetOneWrongKeyIsOneError(t *testing.T) {
+	t.Parallel()
 	for name, start := range multiServers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)

@@ -173,6 +173,7 @@ func TestQueueLimitCallsTheRateUnsustainable(t *testing.T) {
 // are, and how close achieved comes to offered, is the machine's as much
 // as the engine's: `make bench` measures that.
 func TestOpenLoopSendsTheScheduleToARealServer(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		t.Run(name, func(t *testing.T) {
@@ -239,6 +240,7 @@ func TestRampRecordsStepsAndTheKnee(t *testing.T) {
 // it, every GET is verified against that size, and the record holds each
 // size class beside the total.
 func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	for _, tc := range []struct {
 		mix     string
@@ -332,6 +334,7 @@ func TestProbeIsCountedApartFromTheLoad(t *testing.T) {
 // A probe's keys are written by the prefill at the probe's size, after
 // the main keyspace: the server holds both.
 func TestProbeKeysArePrefilled(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 10, ValueSz: lab.OneSize(8192),
 		Prefill: true, Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 100}},

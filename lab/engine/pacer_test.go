@@ -39,6 +39,7 @@ func (p *scripted) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool
 // raw connection, a valkey-go worker each): not before a wait has passed,
 // and no more once the pacer stops.
 func TestEnginesFollowThePacer(t *testing.T) {
+	t.Parallel()
 	layout := lab.NewValueLayout(4096, 3)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		t.Run(name, func(t *testing.T) {

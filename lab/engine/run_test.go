@@ -66,6 +66,7 @@ func cmdCalls(m map[string]string, cmd string) uint64 {
 // The client's own counts must agree with the server's: wire bytes within
 // 1 %, requests exactly.
 func TestCountsMatchServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		ratio   lab.Ratio
@@ -172,6 +173,7 @@ func TestCountsMatchServer(t *testing.T) {
 
 // A value overwritten behind the client's back is an error, never throughput.
 func TestVerifyCatchesTampering(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	ctx := context.Background()
 	w := shortWorkload(srv.Port)
@@ -236,6 +238,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 
 // A GET of a key never written is a miss without prefill, an error with it.
 func TestMissesWithoutPrefill(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	w := shortWorkload(srv.Port)
 	w.Duration = lab.Duration(300 * time.Millisecond)
@@ -251,6 +254,7 @@ func TestMissesWithoutPrefill(t *testing.T) {
 }
 
 func TestEnginesAgree(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		w := shortWorkload(srv.Port)
@@ -271,6 +275,7 @@ func TestEnginesAgree(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t, "--requirepass", "s3cret")
 	w := shortWorkload(srv.Port)
 	w.Duration, w.Warmup = lab.Duration(300*time.Millisecond), 0
@@ -286,6 +291,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t, "--proto-max-bulk-len", "1048576")
 	w := shortWorkload(srv.Port)
 	w.ValueSz = lab.OneSize(2 << 20)
@@ -301,6 +307,7 @@ func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
 // CLI-level faults: the exit code says what happened and the JSON record is
 // written anyway.
 func TestCLIFaults(t *testing.T) {
+	t.Parallel()
 	bin := labtest.Binary(t)
 	run := func(t *testing.T, args ...string) (int, string, *lab.Result) {
 		t.Helper()

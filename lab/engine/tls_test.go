@@ -112,6 +112,7 @@ func controlSession(t *testing.T, w lab.Workload) {
 // plus protocol, as the server's INFO counters count them) within 1 % of
 // the server's counters.
 func TestTLSGetSetAgainstRealServers(t *testing.T) {
+	t.Parallel()
 	for name, bin := range tlsBinaries(t) {
 		srv := startTLSServer(t, bin)
 		for _, size := range []lab.Size{1 << 20, 16 << 20} {
@@ -168,6 +169,7 @@ func TestTLSGetSetAgainstRealServers(t *testing.T) {
 // the error naming the certificate problem; a CA file that is not there is
 // bad input naming --cacert.
 func TestTLSWrongCAIsASetupError(t *testing.T) {
+	t.Parallel()
 	srv := startTLSServer(t, labtest.Need(t, "redis-server"))
 	other, err := tlsgen.Generate(tlsgen.Options{})
 	if err != nil {
@@ -193,6 +195,7 @@ func TestTLSWrongCAIsASetupError(t *testing.T) {
 // The valkey-go engine speaks TLS through its own TLSConfig: the
 // cross-check works on a TLS-only server too.
 func TestTLSValkeyGoEngine(t *testing.T) {
+	t.Parallel()
 	srv := startTLSServer(t, labtest.Need(t, "redis-server"))
 	w := shortWorkload(srv.Port)
 	w.Engine, w.Prefill, w.TLS = lab.EngineValkeyGo, true, lab.TLS{On: true, CACert: srv.ca}

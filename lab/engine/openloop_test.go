@@ -190,9 +190,10 @@ func TestOpenLoopSendsTheScheduleToARealServer(t *testing.T) {
 			if ol.Sent > due || ol.Sent < due/2 || ol.Dropped != 0 || !ol.Sustainable || len(g.Errors) > 0 {
 				t.Errorf("sent %d, dropped %d, errors %v: the window's schedule holds %d", ol.Sent, ol.Dropped, g.Errors, due)
 			}
-			// Completed in the window: the window's own requests and at
-			// most one per connection begun in the warmup.
-			if g.Ops > due+4 || ol.Achieved > due+4 {
+			// Completed in the window: at most what the schedule sent,
+			// the window's requests and the warmup's (80 at 400/s), some
+			// of which may end in the window when they went late.
+			if g.Ops > due+80 || ol.Achieved > due+80 {
 				t.Errorf("%d GETs completed (%.1f/s) where the schedule holds %d", g.Ops, ol.Achieved, due)
 			}
 			// The window is the schedule's, not the last request's.

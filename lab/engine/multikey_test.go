@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func multiServers(t *testing.T) map[string]func(t *testing.T) *labtest.Server {
 func multiWorkload(port int, cmd lab.Command) lab.Workload {
 	return lab.Workload{
 		Host: "127.0.0.1", Port: port, Connections: 2, Pipeline: 2, Threads: 1, Keyspace: 40,
-		ValueSz: lab.OneSize(1 << 20), Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second),
+		ValueSz: lab.OneSize(1 << 20), Warmup: lab.Duration(100 * time.Millisecond), Duration: lab.Duration(400 * time.Millisecond),
 		Seed: 3, Command: cmd, KeysPerOp: 10,
 	}
 }
@@ -151,13 +152,32 @@ func TestMGetOneWrongKeyIsOneError(t *testing.T) {
 							t.Error(err)
 						}
 					}
+					before := labtest.Info(t, srv.Addr, "commandstats")
 					if tc.midRun {
-						timer := time.AfterFunc(400*time.Millisecond, tamper)
-						defer timer.Stop()
+						// Once the server has answered a few MGETs whole:
+						// by the run's progress, not by a clock.
+						w.Duration = lab.Duration(time.Second)
+						done := make(chan struct{})
+						var polling sync.WaitGroup
+						defer func() { close(done); polling.Wait() }() // no t call after the test
+						polling.Add(1)
+						go func() {
+							defer polling.Done()
+							for {
+								select {
+								case <-done:
+									return
+								case <-time.After(10 * time.Millisecond):
+								}
+								if cmdCalls(labtest.Info(t, srv.Addr, "commandstats"), "mget")-cmdCalls(before, "mget") >= 3 {
+									tamper()
+									return
+								}
+							}
+						}()
 					} else {
 						tamper()
 					}
-					before := labtest.Info(t, srv.Addr, "commandstats")
 					res, err := engine.Run(ctx, w, engine.Options{})
 					calls := cmdCalls(labtest.Info(t, srv.Addr, "commandstats"), "mget") - cmdCalls(before, "mget")
 					if err == nil || res.Stop.Reason != lab.StopErrors {

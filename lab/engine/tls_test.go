@@ -119,7 +119,7 @@ func TestTLSGetSetAgainstRealServers(t *testing.T) {
 			for _, op := range []lab.Op{lab.OpSet, lab.OpGet} {
 				t.Run(name+"/"+string(op)+"/"+size.String(), func(t *testing.T) {
 					w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 4,
-						ValueSz: lab.OneSize(size), Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second),
+						ValueSz: lab.OneSize(size), Warmup: lab.Duration(100 * time.Millisecond), Duration: lab.Duration(300 * time.Millisecond),
 						Seed: 3, Verify: lab.VerifyFull, TLS: lab.TLS{On: true, CACert: srv.ca}}
 					w.Ratio = lab.Ratio{Sets: 100}
 					if op == lab.OpGet {

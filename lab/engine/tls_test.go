@@ -139,8 +139,14 @@ func TestTLSGetSetAgainstRealServers(t *testing.T) {
 					}
 					in1, out1 := statsOverTLS(t, w)
 					o := res.Ops[op]
-					if o == nil || o.Ops == 0 || len(res.Errors) != 0 || res.Abandoned != 0 {
-						t.Fatalf("%s over TLS: ops %+v, errors %v, abandoned %d", op, o, res.Errors, res.Abandoned)
+					var done uint64 // in any phase: a busy machine may end none inside a 300 ms window
+					for ph, p := range res.Phases {
+						if ph != lab.PhasePrefill {
+							done += p.Ops[op]
+						}
+					}
+					if o == nil || done == 0 || len(res.Errors) != 0 || res.Abandoned != 0 {
+						t.Fatalf("%s over TLS: ops %+v, %d done, errors %v, abandoned %d", op, o, done, res.Errors, res.Abandoned)
 					}
 					if res.Engine.Discard != "tls" {
 						t.Errorf("engine.discard = %q, want tls", res.Engine.Discard)

@@ -74,6 +74,7 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
+  rate: 50
   warmup: 200ms
   duration: 1s
 `

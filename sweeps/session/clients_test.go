@@ -104,6 +104,7 @@ workload:
   connections: 4
   threads: 1
   keyspace: 4
+  rate: 100
   warmup: 100ms
   duration: 400ms
 `
@@ -235,6 +236,7 @@ workload:
   connections: 4
   threads: 1
   keyspace: 4
+  rate: 100
   warmup: 100ms
   duration: 400ms
 `

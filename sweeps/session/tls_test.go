@@ -31,6 +31,7 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
+  rate: 100
   warmup: 100ms
   duration: 400ms
 `

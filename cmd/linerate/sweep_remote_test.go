@@ -74,7 +74,7 @@ provider:
   key: ` + l.KeyFile + `
   dist: ` + labtest.Dist(t) + `
 tuning: veth
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + redis + `}
 workload:

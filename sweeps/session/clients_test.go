@@ -93,7 +93,7 @@ func TestTwoClientsOnNetns(t *testing.T) {
 	src := `name: two-clients
 provider: {kind: netns, binary: ` + lr + `}
 clients: 2
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + bin + `, label: redis, io-threads: 1}
 server:
@@ -226,7 +226,7 @@ func TestTwoClientsOnSSHPair(t *testing.T) {
 	src := `name: e2e-ssh-2cli
 provider: {kind: ssh, server: root@198.18.0.1:2222, clients: [root@198.18.0.2:2222, root@198.18.0.6:2222], key: /nonexistent}
 clients: 2
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + bin + `}
 server: {maxmemory: 256mb}

@@ -37,7 +37,7 @@ func redisBinary(t *testing.T) string {
 
 func spec(bin string) string {
 	return `name: e2e
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + bin + `, label: one-io, io-threads: 1}
   - {binary: ` + bin + `, label: two-io, io-threads: 2}

@@ -20,12 +20,12 @@ setup:
 # runs against the one linerate binary make build just made (test
 # packages that start `linerate` share it instead of linking their own),
 # four packages at a time: most tests wait on servers, namespaces and
-# windows rather than on a CPU. Then the linux/arm64 build runs the kernel-
-# and wire-facing packages under qemu-user (.ci/arm64).
+# windows rather than on a CPU. Beside them, the linux/arm64 build runs
+# the kernel- and wire-facing packages under qemu-user (.ci/arm64), its
+# report printed at the end; either failing fails make test.
 test: setup tidy-check build
 	$(GO) vet ./...
-	LINERATE_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -p 4 -timeout 30m ./...
-	bash .ci/arm64
+	bash .ci/test $(BIN)
 
 # tidy-check fails when go.mod or go.sum differ from what `go mod tidy`
 # makes: a module imported but marked indirect, one no longer used, a

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -309,11 +310,21 @@ func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
 func TestCLIFaults(t *testing.T) {
 	t.Parallel()
 	bin := labtest.Binary(t)
-	run := func(t *testing.T, args ...string) (int, string, *lab.Result) {
+	// start starts a bench; run's finish waits for it and reads its record.
+	start := func(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, string) {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), "r.json")
 		cmd := exec.Command(bin, append(append([]string{"bench", "--quiet"}, args...), "--json", out)...)
-		b, _ := cmd.CombinedOutput()
+		var b bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &b, &b
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &b, out
+	}
+	finish := func(t *testing.T, cmd *exec.Cmd, b *bytes.Buffer, out string) (int, string, *lab.Result) {
+		t.Helper()
+		_ = cmd.Wait()
 		var res *lab.Result
 		if data, err := os.ReadFile(out); err == nil {
 			res = &lab.Result{}
@@ -321,7 +332,12 @@ func TestCLIFaults(t *testing.T) {
 				t.Fatalf("record is not JSON: %v", err)
 			}
 		}
-		return cmd.ProcessState.ExitCode(), string(b), res
+		return cmd.ProcessState.ExitCode(), b.String(), res
+	}
+	run := func(t *testing.T, args ...string) (int, string, *lab.Result) {
+		t.Helper()
+		cmd, b, out := start(t, args...)
+		return finish(t, cmd, b, out)
 	}
 
 	t.Run("bad size names the flag and the forms", func(t *testing.T) {
@@ -353,8 +369,11 @@ func TestCLIFaults(t *testing.T) {
 	})
 	t.Run("server killed mid-run", func(t *testing.T) {
 		srv := labtest.StartRedis(t)
-		go func() { time.Sleep(1500 * time.Millisecond); srv.Kill() }()
-		code, out, res := run(t, "-p", strconv.Itoa(srv.Port), "-c", "4", "-t", "2", "-s", "256KiB", "-r", "0:100", "-d", "10s")
+		cmd, b, rec := start(t, "-p", strconv.Itoa(srv.Port), "-c", "4", "-t", "2", "-s", "256KiB", "-r", "0:100", "-d", "10s")
+		defer func() { _ = cmd.Process.Kill() }()
+		labtest.WaitForCalls(t, srv.Addr, "set", 20, time.Minute) // mid-run: some SETs measured
+		srv.Kill()
+		code, out, res := finish(t, cmd, b, rec)
 		if code != lab.ExitServerLost || res == nil || res.Stop.Reason != lab.StopServerLost {
 			t.Fatalf("exit %d: %s", code, out)
 		}
@@ -373,7 +392,7 @@ func TestCLIFaults(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		labtest.WaitForCalls(t, srv.Addr, "set", 20, time.Minute) // mid-run: some SETs measured
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()

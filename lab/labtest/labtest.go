@@ -258,6 +258,32 @@ func Info(t testing.TB, addr, section string) map[string]string {
 	return resp.ParseInfo(s)
 }
 
+// WaitForCalls waits until the server at addr has answered at least n of
+// cmd (commandstats; lowercase, as "set"), polling every 10 ms for up to
+// limit, and fails the test past it. A test that acts "mid-run" acts on
+// the run's progress, not after a sleep that a busy machine may outrun.
+// Call it from the test's own goroutine.
+func WaitForCalls(t testing.TB, addr, cmd string, n uint64, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var calls uint64
+	for {
+		calls = 0
+		for _, f := range strings.Split(Info(t, addr, "commandstats")["cmdstat_"+cmd], ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				calls, _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+		if calls >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s answered %d %s calls in %s; waited for %d", addr, calls, cmd, limit, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // FakeDocker is a fresh copy of sweeps/local/testdata/fake-docker in a
 // directory of its own (it keeps its state beside itself): docker's
 // command line for launch.Container on machines without docker.

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -22,16 +23,20 @@ type event struct {
 	Output  string
 }
 
-func main() {
+func main() { os.Exit(count(os.Stdin, os.Stdout, os.Stderr)) }
+
+// count reads the events from in, writes the summary line to out and the
+// failures to errw, and returns the exit status.
+func count(in io.Reader, out, errw io.Writer) int {
 	var passed, failed int
 	var skipped, failedNames, brokenPkgs []string
 	output := map[string]*strings.Builder{}
-	sc := bufio.NewScanner(os.Stdin)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			fmt.Println(sc.Text()) // a build error line, not an event
+			fmt.Fprintln(out, sc.Text()) // a build error line, not an event
 			continue
 		}
 		key := e.Package + " " + e.Test
@@ -61,22 +66,23 @@ func main() {
 		}
 	}
 	for _, k := range failedNames {
-		fmt.Fprintf(os.Stderr, "--- FAIL: %s\n%s", k, output[k])
+		fmt.Fprintf(errw, "--- FAIL: %s\n%s", k, output[k])
 	}
 	for _, p := range brokenPkgs {
 		if o := output[p+" "]; o != nil {
-			fmt.Fprintf(os.Stderr, "package %s:\n%s", p, lastLines(o.String(), 30))
+			fmt.Fprintf(errw, "package %s:\n%s", p, lastLines(o.String(), 30))
 		}
 	}
 	sort.Strings(skipped)
-	fmt.Printf("%d tests passed, %d failed", passed, failed)
+	fmt.Fprintf(out, "%d tests passed, %d failed", passed, failed)
 	if len(skipped) > 0 {
-		fmt.Printf("; skipped by the tests themselves: %s", strings.Join(skipped, " "))
+		fmt.Fprintf(out, "; skipped by the tests themselves: %s", strings.Join(skipped, " "))
 	}
-	fmt.Println()
-	if failed > 0 || len(brokenPkgs) > 0 {
-		os.Exit(1)
+	fmt.Fprintln(out)
+	if failed > 0 || len(brokenPkgs) > 0 || sc.Err() != nil {
+		return 1
 	}
+	return 0
 }
 
 func lastLines(s string, n int) string {

@@ -91,7 +91,7 @@ func TestCampaignErrors(t *testing.T) {
 		{"clients as text", "clients: two\n" + goodSpec, "t.yaml:1:10: clients: want a whole number"},
 		{"clients above connections", "clients: 8\n" + goodSpec, "t.yaml:9:16: workload.connections: 4 connections for 8 client hosts"},
 		{"calibrate word", "calibrate: sometimes\n" + goodSpec, "t.yaml:1:12: calibrate: want true, false or a mapping"},
-		{"calibrate duration", "calibrate: {duration: 2000000h}\n" + goodSpec, "t.yaml:1:23: calibrate.duration: \"2000000h\": use a duration from 1s to 10m0s"},
+		{"calibrate duration", "calibrate: {duration: 2000000h}\n" + goodSpec, "t.yaml:1:23: calibrate.duration: \"2000000h\": use a duration from 200ms to 10m0s"},
 		{"calibrate value size", "calibrate: {value-size: 100GiB}\n" + goodSpec, "t.yaml:1:25: calibrate.value-size: \"100GiB\""},
 		{"calibrate unknown field", "calibrate: {flows: 3}\n" + goodSpec, "t.yaml:1:13: calibrate.flows: unknown field"},
 		{"estimate over a year", "repetitions: 1000\n" + strings.Replace(goodSpec, "duration: 2s", "duration: 24h", 1), "t.yaml:7:3: workload: the plan's estimated wall time is 8000 days (8000 cells); at most 366"},

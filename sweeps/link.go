@@ -43,8 +43,12 @@ const (
 	DefaultCalibrateWarmup    = time.Second
 	DefaultCalibrateValueSize = lab.Size(8 << 20)
 	MaxCalibrateDuration      = 10 * time.Minute
-	MaxCalibrateWarmup        = time.Minute
-	MaxCalibrateValueSize     = lab.Size(256 << 20)
+	// MinCalibrateDuration: a fifth of a second still moves gigabytes
+	// on any link worth calibrating; a quick campaign (a smoke run, a
+	// test) need not spend four seconds on its link.
+	MinCalibrateDuration  = 200 * time.Millisecond
+	MaxCalibrateWarmup    = time.Minute
+	MaxCalibrateValueSize = lab.Size(256 << 20)
 )
 
 // DefaultCalibration is what `calibrate` left out or true means.
@@ -146,9 +150,9 @@ func (d *decoder) calibration(n *yaml.Node, path string, out *Calibration) {
 // its bound: a campaign's calibrate block and `linerate link`'s flags
 // read alike.
 
-// SetDuration sets each run's measured window: 1s to 10m.
+// SetDuration sets each run's measured window: 200ms to 10m.
 func (k *Calibration) SetDuration(s string) error {
-	return setDur(s, time.Second, MaxCalibrateDuration, &k.Duration)
+	return setDur(s, MinCalibrateDuration, MaxCalibrateDuration, &k.Duration)
 }
 
 // SetWarmup sets each run's warmup: 0s to 1m.

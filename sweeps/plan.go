@@ -215,6 +215,19 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	// The estimate is known before the cells are: refuse an endless plan
+	// before naming and hashing its (up to MaxCells) cells.
+	var perRound time.Duration
+	for _, wc := range wcs {
+		perRound = addSat(perRound, c.Estimate.cell(wc.w))
+	}
+	est := c.calibrationEstimate()
+	for range len(c.Versions) * c.Repetitions {
+		est = addSat(est, perRound, c.Estimate.ServerStart.D())
+	}
+	if est > MaxEstimate {
+		return nil, c.estimateTooLong(est, total)
+	}
 	p := &Plan{Campaign: c}
 	segOwner := map[string]int{}
 	for i, v := range c.Versions {
@@ -286,17 +299,20 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 			p.Blocks = append(p.Blocks, b)
 		}
 	}
-	p.Estimate = p.estimate()
-	if p.Estimate.Total > MaxEstimate {
-		over := ""
-		if p.Estimate.Total == math.MaxInt64 {
-			over = "over "
-		}
-		return nil, SpecErrors{{File: c.File, Line: at.line, Col: at.col, Field: "workload",
-			Msg: fmt.Sprintf("the plan's estimated wall time is %s%d days (%d cells); at most %d: fewer values or repetitions, shorter warmup and duration, or a higher estimate.prefill-rate",
-				over, p.Estimate.Total/(24*time.Hour), len(p.Cells), MaxEstimate/(24*time.Hour))}}
-	}
+	p.Estimate = p.estimate() // its total is est
 	return p, nil
+}
+
+// estimateTooLong refuses a plan of cells cells estimated at total.
+func (c *Campaign) estimateTooLong(total time.Duration, cells int) error {
+	at := c.lines["workload"]
+	over := ""
+	if total == math.MaxInt64 {
+		over = "over "
+	}
+	return SpecErrors{{File: c.File, Line: at.line, Col: at.col, Field: "workload",
+		Msg: fmt.Sprintf("the plan's estimated wall time is %s%d days (%d cells); at most %d: fewer values or repetitions, shorter warmup and duration, or a higher estimate.prefill-rate",
+			over, total/(24*time.Hour), cells, MaxEstimate/(24*time.Hour))}}
 }
 
 // shuffle is Fisher-Yates on our own draw, so a seed gives the same plan on

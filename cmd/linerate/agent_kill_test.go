@@ -22,6 +22,7 @@ import (
 // it). The agent runs in the server namespace of a netns pair, as on a
 // lab host; testdata's fake docker plays docker with Debian's redis-server.
 func TestAgentKilledLeavesNoServer(t *testing.T) {
+	t.Parallel()
 	redis := labtest.Need(t, "redis-server")
 	out, err := exec.Command(redis, "--version").Output()
 	if err != nil {

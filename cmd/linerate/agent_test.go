@@ -15,6 +15,7 @@ import (
 // answer meets a closed pipe. That must not kill the agent before its
 // cleanup: the server it started is stopped all the same.
 func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
+	t.Parallel()
 	redis, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server missing (.ci/setup installs it): %v", err)

@@ -180,6 +180,7 @@ func randomFaults(rng *rand.Rand) awsfake.Faults {
 // Runs that were not killed outright tear down all they made themselves.
 // The seed is LINERATE_FAULT_SEED (default 11); each run logs its plan.
 func TestAWSCoordinatorKilledAnywhere(t *testing.T) {
+	t.Parallel()
 	seed := uint64(11)
 	if s := os.Getenv("LINERATE_FAULT_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

@@ -16,6 +16,7 @@ import (
 // bench --hgrm-dir writes the record's HdrHistogram files under its run
 // ID; a directory it cannot make is refused before anything runs.
 func TestBenchHgrmDir(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	dir := filepath.Join(t.TempDir(), "hgrm")
 	rec := filepath.Join(t.TempDir(), "r.json")
@@ -63,6 +64,7 @@ func TestBenchHgrmDir(t *testing.T) {
 // without a field of their own; p95 is in every summary and is the
 // histogram's value at 95.
 func TestBenchPercentiles(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	rec := filepath.Join(t.TempDir(), "r.json")
 	code, out, stderr := linerate(t, "", "", "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",

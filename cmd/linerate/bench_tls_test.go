@@ -17,6 +17,7 @@ import (
 // another CA it is a setup failure, exit 3, one line naming the
 // certificate problem, and the record still says why it stopped.
 func TestBenchTLSWrongCAExits3(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string) tlsgen.Files {
 		b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})

@@ -70,6 +70,7 @@ func wideWorkload() string {
 // file:line:col), exit 2, well inside the limit, with nothing started: no
 // connection to the server, no run directory, no namespace.
 func TestHostileInputIsRefused(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		name  string
 		args  []string // CAMPAIGN stands for the campaign file, RUN for the run directory, PORT for the listener's port

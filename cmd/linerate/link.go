@@ -24,7 +24,7 @@ func runLink(ctx context.Context, args []string) int {
 		v    *string
 		set  func(string) error
 	}{
-		{"duration", c.String("duration", "", "each run's measured window, 1s-10m (default the campaign's, else 10s)"), k.SetDuration},
+		{"duration", c.String("duration", "", "each run's measured window, 200ms-10m (default the campaign's, else 10s)"), k.SetDuration},
 		{"warmup", c.String("warmup", "", "each run's warmup, 0s-1m (default the campaign's, else 1s)"), k.SetWarmup},
 		{"connections", c.String("connections", "", fmt.Sprintf("N of the N-flow runs, over every client host, 1-%d (default the campaign's largest)", lab.MaxConnections)), k.SetConnections},
 		{"value-size", c.String("value-size", "", "value size the sink serves and SETs carry (default 8MiB)"), k.SetValueSize},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/sweeps"
@@ -16,6 +17,7 @@ import (
 // measured both ways with one connection and with the campaign's count,
 // printed, stored as env.json's link, and the pair is gone after.
 func TestLinkCommandOnNetns(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("network namespaces need root; CI runs as root")
@@ -33,7 +35,7 @@ func TestLinkCommandOnNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "run")
-	code, stdout, stderr := linerate(t, "", "", "link", campaign, "--out", run, "--duration", "1s", "--warmup", "0s", "--value-size", "4MiB")
+	code, stdout, stderr := linerate(t, "", "", "link", campaign, "--out", run, "--duration", "300ms", "--warmup", "0s", "--value-size", "4MiB")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -51,7 +53,7 @@ func TestLinkCommandOnNetns(t *testing.T) {
 		t.Fatalf("env.json: %v: %s", err, b)
 	}
 	l := env.Link
-	if l.Connections != 3 || l.Duration.D().Seconds() != 1 || l.ValueSize != 4<<20 || l.GET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 {
+	if l.Connections != 3 || l.Duration.D() != 300*time.Millisecond || l.ValueSize != 4<<20 || l.GET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 {
 		t.Errorf("link %+v", l)
 	}
 	// A namespace new since the start whose process is gone is the

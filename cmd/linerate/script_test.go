@@ -38,6 +38,7 @@ func (l leakChecked) Run() int {
 // Scripts need neither root nor a network; docs/architecture.md (Testing)
 // says how to add and run one.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams(t))
 }
 

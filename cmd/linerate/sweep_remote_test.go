@@ -55,6 +55,7 @@ func linerateIn(t *testing.T, dir, ns, stdin string, args ...string) (int, strin
 // client namespace, which reaches both sshds, as an operator's machine
 // reaches the lab hosts.
 func TestSweepRunOnSSHPair(t *testing.T) {
+	t.Parallel()
 	redis, err := exec.LookPath("redis-server")
 	sshtest.Need(t, err == nil, "redis-server missing (Debian redis-server)")
 	l := sshtest.New(t, "cli-ssh")
@@ -73,7 +74,7 @@ provider:
   key: ` + l.KeyFile + `
   dist: ` + labtest.Dist(t) + `
 tuning: veth
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + redis + `}
 workload:

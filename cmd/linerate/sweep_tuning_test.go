@@ -50,6 +50,7 @@ func sameTree(t *testing.T, when string, want, got map[string]string) {
 // finishes the tree is the original byte for byte. Taking a fresh snapshot
 // over the tuned tree would make the tuned values the ones restored.
 func TestSweepRunResumedAfterSIGKILLRevertsTheTuning(t *testing.T) {
+	t.Parallel()
 	redis, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server missing (.ci/setup installs it): %v", err)
@@ -73,6 +74,7 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
+  rate: 50
   warmup: 200ms
   duration: 1s
 `

@@ -238,6 +238,7 @@ workload:
 // the namespaces gone, the tuning reverted (each namespace's agent removes
 // its snapshot once it has restored it).
 func TestSweepRunHangupTearsDown(t *testing.T) {
+	t.Parallel()
 	campaign, profiles := teardownCampaign(t, "netns", true, "--save, \"\"")
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
@@ -265,6 +266,7 @@ func TestSweepRunHangupTearsDown(t *testing.T) {
 // server ignores SHUTDOWN (renamed), so stopping it takes the launcher's
 // 5 s before SIGTERM: the second Ctrl-C lands inside the teardown.
 func TestSweepRunSecondInterruptKeepsTearingDown(t *testing.T) {
+	t.Parallel()
 	campaign, profiles := teardownCampaign(t, "netns", false, `--rename-command, SHUTDOWN, ""`)
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
@@ -283,6 +285,7 @@ func TestSweepRunSecondInterruptKeepsTearingDown(t *testing.T) {
 // second said, and at once: the server (still refusing SHUTDOWN) is not
 // waited for. It dies with linerate all the same.
 func TestSweepRunThirdInterruptAbandons(t *testing.T) {
+	t.Parallel()
 	campaign, profiles := teardownCampaign(t, "local", false, `--rename-command, SHUTDOWN, ""`)
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
@@ -307,6 +310,7 @@ func TestSweepRunThirdInterruptAbandons(t *testing.T) {
 // kill -9 of the runner: nothing of linerate runs to tear down, and its
 // server goes all the same (a parent-death signal), within seconds.
 func TestSweepRunKilledLeavesNoServer(t *testing.T) {
+	t.Parallel()
 	campaign, profiles := teardownCampaign(t, "local", false, "--save, \"\"")
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
@@ -326,6 +330,7 @@ func TestSweepRunKilledLeavesNoServer(t *testing.T) {
 // a broken pipe, which must stop it like a hangup and tear down, not kill
 // it before its teardown.
 func TestSweepRunOutputGoneTearsDown(t *testing.T) {
+	t.Parallel()
 	campaign, profiles := teardownCampaignOf(t, "local", false, "--save, \"\"", "1s", 30)
 	out := filepath.Join(t.TempDir(), "run")
 	rd, wr, err := os.Pipe()

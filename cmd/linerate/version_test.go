@@ -10,19 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 )
 
 // A build stamped with VCS information says which commit it is. The
-// scripts run the test binary, which carries no stamp; this builds linerate
-// as make build does and checks that version prints what Go stamped, and,
+// scripts run the test binary, which carries no stamp; this takes linerate
+// built as make build does and checks that version prints what Go stamped, and,
 // in a git clone, that the stamp is HEAD.
 func TestVersionNamesTheCommit(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "linerate")
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
-	}
+	t.Parallel()
+	bin := labtest.Binary(t) // built as make build does: go build, stamped where Go can
 	bi, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)

@@ -259,20 +259,24 @@ func TestExec(t *testing.T) {
 			if !errors.Is(err, infra.ErrTimeout) || time.Since(start) > 5*time.Second {
 				t.Errorf("timeout: %v after %v", err, time.Since(start))
 			}
-			// Output streams: the first line arrives while the command runs.
+			// Output streams: the first line arrives while the command
+			// runs. The command waits for a file the test makes only once
+			// it has read that line, so output held until the end would
+			// reach the test only when the command is killed (an error).
+			marker := filepath.Join(t.TempDir(), "go-on")
 			pr, pw := io.Pipe()
 			errc := make(chan error, 1)
 			go func() {
-				errc <- h.Exec(ctx, infra.Command{Argv: []string{"sh", "-c", "echo first; sleep 2; echo second"}, Stdout: pw})
+				script := "echo first; while [ ! -e " + marker + " ]; do sleep 0.05; done; echo second"
+				errc <- h.Exec(ctx, infra.Command{Argv: []string{"sh", "-c", script}, Stdout: pw, Timeout: 30 * time.Second})
 				pw.Close()
 			}()
 			buf := make([]byte, 6)
-			start = time.Now()
 			if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "first\n" {
 				t.Fatalf("first line %q %v", buf, err)
 			}
-			if d := time.Since(start); d > 1500*time.Millisecond {
-				t.Errorf("first line after %v: output did not stream", d)
+			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+				t.Fatal(err)
 			}
 			rest, _ := io.ReadAll(pr)
 			if err := <-errc; err != nil || string(rest) != "second\n" {

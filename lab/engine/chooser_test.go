@@ -12,6 +12,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/keys"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/pace"
 )
 
 // recordingPeer answers GET with a good value and SET with +OK, and keeps
@@ -56,6 +57,7 @@ func recordingPeer(t *testing.T, layout *lab.ValueLayout) (*labtest.Peer, func()
 // seed, connections with one request in flight each send the same
 // sequence whichever engine drives them, prefill included.
 func TestEnginesDrawTheSameSequence(t *testing.T) {
+	t.Parallel()
 	layout := lab.NewValueLayout(4096, 5)
 	for _, tc := range []struct {
 		name     string
@@ -79,7 +81,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 				p, seen := recordingPeer(t, layout)
 				w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: tc.conns, Pipeline: 1, Threads: 1,
 					Keyspace: tc.keyspace, ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Ratio: tc.ratio, KeyDist: tc.dist,
-					Prefill: tc.prefill, Duration: lab.Duration(300 * time.Millisecond), RequestTimeout: lab.Duration(2 * time.Second),
+					Prefill: tc.prefill, Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(2 * time.Second),
 					Engine: name}.Resolve()
 				if err := w.Validate(); err != nil {
 					t.Fatal(err)
@@ -93,6 +95,9 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 						t.Fatalf("%s: %v", name, err)
 					}
 				}
+				// Each unit stops after 60 requests (a pacer), however
+				// fast the machine: the run ends when all have.
+				e.pacers = func(int) pace.Pacer { return &scripted{limit: 60} }
 				e.measure(context.Background(), nil, nil)
 				e.shutdown()
 				seqs[i] = seen()

@@ -69,6 +69,7 @@ func checkClean(t *testing.T, res *lab.Result, err error) {
 // its own keys (no redirect), every key was written to the node that
 // serves its slot, and the nodes hold even shares.
 func TestClusterGetSet(t *testing.T) {
+	t.Parallel()
 	servers := labtest.StartCluster(t, serverstest.Valkey(t).Server, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -96,6 +97,7 @@ func TestClusterGetSet(t *testing.T) {
 // sends the engine MOVED (and ASK while it migrates): each is followed at
 // the named node and counted, and no request fails.
 func TestClusterReshardMidRun(t *testing.T) {
+	t.Parallel()
 	servers := labtest.StartCluster(t, serverstest.Valkey(t).Server, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

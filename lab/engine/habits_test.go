@@ -30,6 +30,7 @@ func dbsize(t *testing.T, port int) int {
 }
 
 func TestPrefillThatCannotFitIsRefusedBeforeWriting(t *testing.T) {
+	t.Parallel()
 	labtest.Need(t, "redis-cli")
 	cases := []struct {
 		name     string

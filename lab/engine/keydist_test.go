@@ -11,16 +11,18 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
+	"github.com/linerate/linerate/lab/pace"
 )
 
 // The keys the engine asks a server for follow the workload's zipf law:
 // over 500 keys, the top 10 keys' counts (and the rest, as one cell) pass
 // Pearson's test against the exact law at p = 0.01. The peer records
-// what each connection sends; the first perConn requests of each are
-// counted, so the test reads the same draws on every run whatever the
-// machine's speed. α 0.9 was refused before lab/keys: Go's sampler needs
+// what each connection sends; each connection's pacer stops it after
+// perConn requests, so the test reads the same draws on every run
+// whatever the machine's speed, and takes as long as they do. α 0.9 was refused before lab/keys: Go's sampler needs
 // α > 1.
 func TestEngineDrawsZipfKeys(t *testing.T) {
+	t.Parallel()
 	const (
 		keyspace = 500
 		top      = 10
@@ -33,7 +35,7 @@ func TestEngineDrawsZipfKeys(t *testing.T) {
 			p, seen := recordingPeer(t, layout)
 			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: conns, Pipeline: 16, Threads: 1,
 				Keyspace: keyspace, ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Ratio: lab.Ratio{Gets: 1},
-				Duration: lab.Duration(3 * time.Second), RequestTimeout: lab.Duration(5 * time.Second)}
+				Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(5 * time.Second)}
 			if err := w.KeyDist.Set("zipf:" + strconv.FormatFloat(alpha, 'g', -1, 64)); err != nil {
 				t.Fatal(err)
 			}
@@ -45,6 +47,7 @@ func TestEngineDrawsZipfKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			e.pacers = func(int) pace.Pacer { return &scripted{limit: perConn} } // the stop ends the run
 			e.measure(context.Background(), nil, nil)
 			e.shutdown()
 			counts := make([]int, top+1) // the top keys, then the rest

@@ -14,6 +14,7 @@ import (
 // tick, not from the record; at the run's end they must agree with the
 // record exactly, phase by phase, and grow monotonically on the way.
 func TestLiveFiguresAgreeWithTheRecord(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		t.Run(name, func(t *testing.T) {
 			srv := labtest.StartRedis(t)

@@ -27,11 +27,12 @@ func TestRepliesAroundTheWakeChunkAllArrive(t *testing.T) {
 			// One request in flight: nothing behind a reply lifts a mark
 			// left too high, so the connection stops on it.
 			w := lab.Workload{Host: "127.0.0.1", Connections: 2, Threads: 1, Pipeline: 1, Keyspace: 64, ValueSz: mix,
-				Ratio: lab.Ratio{Gets: 1}, Verify: c.verify, Warmup: lab.Duration(200 * time.Millisecond),
-				Duration: lab.Duration(2 * time.Second), Seed: 7,
-				// A stopped connection fails the run in seconds, not the
-				// default minute.
-				RequestTimeout: lab.Duration(5 * time.Second)}
+				Ratio: lab.Ratio{Gets: 1}, Verify: c.verify, Warmup: lab.Duration(100 * time.Millisecond),
+				Duration: lab.Duration(500 * time.Millisecond), Seed: 7,
+				// A reply held back for bytes that never come stops its
+				// connection: its request times out within 2 s (in the
+				// window or the drain), an error, not the default minute.
+				RequestTimeout: lab.Duration(2 * time.Second)}
 			w.Port = startSink(t, w, 0)
 			res := run(t, w)
 			g := res.Ops[lab.OpGet]
@@ -39,10 +40,8 @@ func TestRepliesAroundTheWakeChunkAllArrive(t *testing.T) {
 				t.Fatalf("no GETs in %+v", res)
 			}
 			t.Logf("%d GETs, %.2f Gbps, %d abandoned, errors %v", g.Ops, g.Gbps, res.Abandoned, g.Errors)
-			// Loopback moves thousands of these in 2 s; a reply held
-			// back for bytes that never come stops its connection.
-			if g.Ops < 500 {
-				t.Errorf("%d GETs in 2 s", g.Ops)
+			if g.Ops == 0 {
+				t.Errorf("no GET completed")
 			}
 			if len(g.Errors) != 0 || len(res.Errors) != 0 || g.Verify.Failed != 0 {
 				t.Errorf("errors %v / %v, verify %+v", g.Errors, res.Errors, g.Verify)

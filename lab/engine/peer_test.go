@@ -80,6 +80,7 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 }
 
 func TestEngineAgainstScriptedPeer(t *testing.T) {
+	t.Parallel()
 	layout := lab.NewValueLayout(4096, 3)
 	for _, tc := range []struct {
 		name    string
@@ -163,6 +164,7 @@ func TestDiscardFallback(t *testing.T) {
 }
 
 func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
+	t.Parallel()
 	layout := lab.NewValueLayout(4096, 3)
 	p := startPeer(t, layout, 0, func(n int, k uint32, l *lab.ValueLayout) []byte {
 		if n == 0 {
@@ -187,6 +189,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 // A window with few completed requests is a coarse figure, and the record
 // says so.
 func TestFewRequestsAreNoted(t *testing.T) {
+	t.Parallel()
 	layout := lab.NewValueLayout(4096, 3)
 	p := startPeer(t, layout, 0, func(_ int, k uint32, l *lab.ValueLayout) []byte {
 		time.Sleep(60 * time.Millisecond)
@@ -209,6 +212,7 @@ func TestFewRequestsAreNoted(t *testing.T) {
 // A data connection's AUTH reply is read within bounds too: a peer that
 // answers it with nonsense fails the connection with a reason, at once.
 func TestDataConnAuthReplies(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		reply func(w io.Writer) error

@@ -19,6 +19,7 @@ import (
 // line once carried the prefill's bytes too ("warmup 1s/5s 61.14 Gbps
 // 411 ops/s" at 8 MiB, where 411 ops/s is 27.6 Gbps).
 func TestProgressLinesAgreeWithThemselves(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	w := shortWorkload(srv.Port)
 	w.ValueSz, w.Keyspace, w.Prefill = lab.OneSize(1<<20), 64, true // the prefill moves 0.54 Gbit

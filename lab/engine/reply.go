@@ -48,7 +48,7 @@ func (c *rconn) readMore() (int, error) {
 			if c.failKind != ok || w.w.Verify != lab.VerifyFull {
 				if !w.noTrunc {
 					n, err := rawsock.Discard(c.fd, int(min(want, rawsock.MaxDiscard)))
-					if err == unix.EINVAL || err == unix.EOPNOTSUPP {
+					if rawsock.TruncRefused(err) {
 						w.noTrunc = true // this kernel copies; fall back for good
 						return c.readMore()
 					}

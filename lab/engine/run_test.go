@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,6 +67,7 @@ func cmdCalls(m map[string]string, cmd string) uint64 {
 // The client's own counts must agree with the server's: wire bytes within
 // 1 %, requests exactly.
 func TestCountsMatchServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		ratio   lab.Ratio
@@ -172,6 +174,7 @@ func TestCountsMatchServer(t *testing.T) {
 
 // A value overwritten behind the client's back is an error, never throughput.
 func TestVerifyCatchesTampering(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	ctx := context.Background()
 	w := shortWorkload(srv.Port)
@@ -236,6 +239,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 
 // A GET of a key never written is a miss without prefill, an error with it.
 func TestMissesWithoutPrefill(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	w := shortWorkload(srv.Port)
 	w.Duration = lab.Duration(300 * time.Millisecond)
@@ -251,6 +255,7 @@ func TestMissesWithoutPrefill(t *testing.T) {
 }
 
 func TestEnginesAgree(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
 		w := shortWorkload(srv.Port)
@@ -271,6 +276,7 @@ func TestEnginesAgree(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t, "--requirepass", "s3cret")
 	w := shortWorkload(srv.Port)
 	w.Duration, w.Warmup = lab.Duration(300*time.Millisecond), 0
@@ -286,6 +292,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t, "--proto-max-bulk-len", "1048576")
 	w := shortWorkload(srv.Port)
 	w.ValueSz = lab.OneSize(2 << 20)
@@ -301,12 +308,23 @@ func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
 // CLI-level faults: the exit code says what happened and the JSON record is
 // written anyway.
 func TestCLIFaults(t *testing.T) {
+	t.Parallel()
 	bin := labtest.Binary(t)
-	run := func(t *testing.T, args ...string) (int, string, *lab.Result) {
+	// start starts a bench; run's finish waits for it and reads its record.
+	start := func(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, string) {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), "r.json")
 		cmd := exec.Command(bin, append(append([]string{"bench", "--quiet"}, args...), "--json", out)...)
-		b, _ := cmd.CombinedOutput()
+		var b bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &b, &b
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &b, out
+	}
+	finish := func(t *testing.T, cmd *exec.Cmd, b *bytes.Buffer, out string) (int, string, *lab.Result) {
+		t.Helper()
+		_ = cmd.Wait()
 		var res *lab.Result
 		if data, err := os.ReadFile(out); err == nil {
 			res = &lab.Result{}
@@ -314,7 +332,12 @@ func TestCLIFaults(t *testing.T) {
 				t.Fatalf("record is not JSON: %v", err)
 			}
 		}
-		return cmd.ProcessState.ExitCode(), string(b), res
+		return cmd.ProcessState.ExitCode(), b.String(), res
+	}
+	run := func(t *testing.T, args ...string) (int, string, *lab.Result) {
+		t.Helper()
+		cmd, b, out := start(t, args...)
+		return finish(t, cmd, b, out)
 	}
 
 	t.Run("bad size names the flag and the forms", func(t *testing.T) {
@@ -346,8 +369,11 @@ func TestCLIFaults(t *testing.T) {
 	})
 	t.Run("server killed mid-run", func(t *testing.T) {
 		srv := labtest.StartRedis(t)
-		go func() { time.Sleep(1500 * time.Millisecond); srv.Kill() }()
-		code, out, res := run(t, "-p", strconv.Itoa(srv.Port), "-c", "4", "-t", "2", "-s", "256KiB", "-r", "0:100", "-d", "10s")
+		cmd, b, rec := start(t, "-p", strconv.Itoa(srv.Port), "-c", "4", "-t", "2", "-s", "256KiB", "-r", "0:100", "-d", "10s")
+		defer func() { _ = cmd.Process.Kill() }()
+		labtest.WaitForCalls(t, srv.Addr, "set", 20, time.Minute) // mid-run: some SETs measured
+		srv.Kill()
+		code, out, res := finish(t, cmd, b, rec)
 		if code != lab.ExitServerLost || res == nil || res.Stop.Reason != lab.StopServerLost {
 			t.Fatalf("exit %d: %s", code, out)
 		}
@@ -366,7 +392,7 @@ func TestCLIFaults(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		labtest.WaitForCalls(t, srv.Addr, "set", 20, time.Minute) // mid-run: some SETs measured
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()

@@ -51,12 +51,8 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 	return nil
 }
 
-// measure runs warmup, the window and the drain. onPhase, when set, is
-// called as each phase begins (warmup, measure, drain), off the workers'
-// threads, so callers can cut host metrics to the measured window.
-func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(lab.Phase)) {
-	w := e.w
-	base := time.Now()
+// measureSchedule is the warmup, window and drain of w from base.
+func measureSchedule(w lab.Workload, base time.Time) *schedule {
 	warm := int64(w.Warmup)
 	end := warm + int64(w.Duration)
 	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
@@ -67,6 +63,16 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	if !w.Ramp.IsZero() {
 		s.stepLen, s.steps = int64(w.Ramp.Step), w.Ramp.Steps
 	}
+	return s
+}
+
+// measure runs warmup, the window and the drain. onPhase, when set, is
+// called as each phase begins (warmup, measure, drain), off the workers'
+// threads, so callers can cut host metrics to the measured window.
+func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(lab.Phase)) {
+	w := e.w
+	s := measureSchedule(w, time.Now())
+	base, warm, end, secs := s.base, s.warmupEnd, s.measureEnd, s.seconds
 	for _, wk := range e.workers {
 		wk.prepareOpen(&e.w, s, wk.probe)
 		for op := range wk.measure {

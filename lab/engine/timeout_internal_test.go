@@ -16,6 +16,7 @@ import (
 // and the 15 requests queued behind it are cut off (abandoned), not
 // timeouts of their own; the new connection carries on.
 func TestOneStalledRequestIsOneTimeout(t *testing.T) {
+	t.Parallel()
 	const size = 64 << 20
 	layout := lab.NewValueLayout(size, 3)
 	for _, tc := range []struct {

@@ -204,9 +204,21 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/linerate once per test process and returns its path.
+// BinaryEnv names a linerate binary built from this tree for every test
+// package to share (`make test` builds it once); unset, each test process
+// builds its own.
+const BinaryEnv = "LINERATE_TEST_BINARY"
+
+// Binary builds cmd/linerate once per test process and returns its path,
+// or returns $LINERATE_TEST_BINARY's.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv(BinaryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("$%s: %v", BinaryEnv, err)
+		}
+		return p
+	}
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
@@ -246,6 +258,32 @@ func Info(t testing.TB, addr, section string) map[string]string {
 	return resp.ParseInfo(s)
 }
 
+// WaitForCalls waits until the server at addr has answered at least n of
+// cmd (commandstats; lowercase, as "set"), polling every 10 ms for up to
+// limit, and fails the test past it. A test that acts "mid-run" acts on
+// the run's progress, not after a sleep that a busy machine may outrun.
+// Call it from the test's own goroutine.
+func WaitForCalls(t testing.TB, addr, cmd string, n uint64, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var calls uint64
+	for {
+		calls = 0
+		for _, f := range strings.Split(Info(t, addr, "commandstats")["cmdstat_"+cmd], ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				calls, _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+		if calls >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s answered %d %s calls in %s; waited for %d", addr, calls, cmd, limit, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // FakeDocker is a fresh copy of sweeps/local/testdata/fake-docker in a
 // directory of its own (it keeps its state beside itself): docker's
 // command line for launch.Container on machines without docker.
@@ -276,8 +314,9 @@ func Dist(t testing.TB) string {
 	t.Helper()
 	bin := Binary(t)
 	distOnce.Do(func() {
-		distOnce.dir = filepath.Join(filepath.Dir(bin), "dist")
-		if distOnce.err = os.MkdirAll(distOnce.dir, 0o755); distOnce.err == nil {
+		// A folder of this process's own: the binary may be shared by
+		// test processes running side by side.
+		if distOnce.dir, distOnce.err = os.MkdirTemp("", "linerate-dist"); distOnce.err == nil {
 			link := filepath.Join(distOnce.dir, "linerate-linux-"+runtime.GOARCH)
 			os.Remove(link)
 			distOnce.err = os.Symlink(bin, link)

@@ -311,6 +311,11 @@ func (sc *sinkConn) drop(n int64) error {
 		if err := sc.raw.Read(sc.dropCall); err != nil {
 			return err
 		}
+		if rawsock.TruncRefused(sc.dropErr) {
+			// This kernel will not drop in place: copy for good.
+			sc.copyDrop = true
+			return sc.drop(n)
+		}
 		if sc.dropErr != nil {
 			return sc.dropErr
 		}

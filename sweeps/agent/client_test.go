@@ -89,6 +89,7 @@ func agentsRunning(t *testing.T, hosts ...infra.Host) []string {
 // the agent's input ends, so it stops its server; the reconnected session
 // is a fresh agent, and the server is reported gone, never silently lost.
 func TestAgentStopsServerWhenConnectionDrops(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-drop")
 	dir := t.TempDir()
@@ -158,6 +159,7 @@ func TestAgentStopsServerWhenConnectionDrops(t *testing.T) {
 // finds its PID with docker inspect and samples its threads, and Stop ends
 // it.
 func TestImageVersionThroughAgent(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil {
@@ -240,6 +242,7 @@ func TestImageVersionThroughAgent(t *testing.T) {
 // its input ends, so the next check tunes the host again through a fresh
 // agent and counts the gap as a drift, instead of failing every later cell.
 func TestTuningSurvivesADroppedAgent(t *testing.T) {
+	t.Parallel()
 	l := sshtest.New(t, "e2e-retune")
 	h, err := sshhost.New(sshConfig(t, l, l.Pair.Server, "server", filepath.Join(t.TempDir(), "known_hosts")))
 	if err != nil {
@@ -289,6 +292,7 @@ func TestTuningSurvivesADroppedAgent(t *testing.T) {
 // and the next apply there reverts it first, so the final revert restores
 // the true originals and not the values the dead agent had set.
 func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
+	t.Parallel()
 	l := sshtest.New(t, "e2e-leftover")
 	h, err := sshhost.New(sshConfig(t, l, l.Pair.Server, "server", filepath.Join(t.TempDir(), "known_hosts")))
 	if err != nil {
@@ -329,6 +333,7 @@ func TestLeftoverSnapshotIsRevertedFirst(t *testing.T) {
 // one to end, which reverts first, so the fresh snapshot holds the true
 // originals and the old agent cannot undo the new tuning later.
 func TestNewAgentTakesOverTheTuningOfAnOldOne(t *testing.T) {
+	t.Parallel()
 	l := sshtest.New(t, "e2e-takeover")
 	known := filepath.Join(t.TempDir(), "known_hosts")
 	var hosts [2]*sshhost.Host

@@ -62,6 +62,7 @@ func (h *skewedHost) Exec(ctx context.Context, c infra.Command) error {
 // clock; that time must not count, as it would were the offset taken
 // against the middle of the request's round trip.
 func TestAgentClientMeasuresClockOffset(t *testing.T) {
+	t.Parallel()
 	const tolerance = 200 * time.Millisecond // generous: a loaded 2-vCPU machine
 	for _, shift := range []time.Duration{2 * time.Second, -1500 * time.Millisecond} {
 		a := &AgentClient{Host: &skewedHost{shift: shift, work: 3 * tolerance}}

@@ -15,6 +15,7 @@ import (
 // (sweeps.InfoSampler): the runner's memory and fork reads, stamped with
 // the time the agent read them, moved onto the client host's clock.
 func TestRemoteServerSamplesInfo(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-info")
 	h, err := sshhost.New(sshConfig(t, l, l.Pair.Server, "server", filepath.Join(t.TempDir(), "known_hosts")))

@@ -19,6 +19,7 @@ import (
 // nodes as one cluster, the bench routes by slot (--cluster), every 1 MiB
 // GET is verified, and the environment names the nodes.
 func TestRealCampaignCluster(t *testing.T) {
+	t.Parallel()
 	serverstest.Valkey(t) // into the default store the Starter opens
 	p := plan(t, `name: cluster
 versions:
@@ -67,6 +68,7 @@ workload:
 // FlushAll between cells empties every node of a cluster, not only the
 // seed the bench is pointed at.
 func TestClusterFlushAllEveryNode(t *testing.T) {
+	t.Parallel()
 	serverstest.Valkey(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

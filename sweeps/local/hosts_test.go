@@ -20,6 +20,7 @@ import (
 // the connections from one scheduled start; a host whose bench gives no
 // record fails the cell, named.
 func TestHostsBencher(t *testing.T) {
+	t.Parallel()
 	srv := labtest.StartRedis(t)
 	lr := labtest.Binary(t)
 	lo := netip.MustParseAddr("127.0.0.1")

@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 // SIGKILL the real runner in the middle of a real campaign, then resume:
 // no cell lost, none redone, no torn file.
 func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

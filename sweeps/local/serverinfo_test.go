@@ -23,6 +23,7 @@ func versionLine(t *testing.T, which string) string {
 // that reaches the servers' 64 MB rewrite size within the first second
 // or so: rewrites fork during the window, and the series counts them.
 func TestRealPersistenceAOFAlways(t *testing.T) {
+	t.Parallel()
 	for _, which := range []string{"redis", "valkey@9.1"} {
 		t.Run(which, func(t *testing.T) {
 			src := `name: aof
@@ -72,6 +73,7 @@ workload:
 // value of 1 MiB and a few bytes in jemalloc's next size class up,
 // 1.25 MiB: a quarter more, which the record shows as it is.
 func TestRealMemoryPerKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		which       string
 		maxOverhead float64
@@ -119,6 +121,7 @@ var _ sweeps.InfoSampler = (*running)(nil)
 // it between and during cells (FLUSHALL, INFO memory and forks) goes over
 // TLS with the run's CA.
 func TestStarterTLSVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pv := sweeps.PlanVersion{Spec: sweeps.VersionSpec{Binary: redisBinary(t), Label: "tls", Server: sweeps.ServerSettings{TLS: true}}, Segment: "tls"}
 	srv, err := (&Starter{}).Start(ctx, pv, t.TempDir())

@@ -88,6 +88,7 @@ func runAll(t *testing.T, p *sweeps.Plan, dir string, servers sweeps.ServerStart
 // A real campaign on loopback: two versions (the same binary with 1 and 2
 // I/O threads), GET and SET, real servers, the real engine, real /proc.
 func TestRealCampaign(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	st := &Starter{}
 	p := plan(t, spec(bin), nil)
@@ -177,6 +178,7 @@ func (s *trackingStarter) Start(ctx context.Context, pv sweeps.PlanVersion, logD
 // The server is SIGKILLed mid-cell: that cell fails with the reason, the
 // server is started again, the later cells are fine.
 func TestRealServerKilledMidCell(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	src := strings.Replace(spec(bin), "  - {binary: "+bin+", label: two-io, io-threads: 2}\n", "", 1)
 	src = strings.Replace(src, "duration: 1s", "duration: 2s", 1)

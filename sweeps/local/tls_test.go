@@ -11,6 +11,7 @@ import (
 // and speaks TLS on every connection, and the records say so (env.json's
 // server too).
 func TestRealTLSCampaign(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	src := `name: tls
 versions:

@@ -34,7 +34,14 @@ func clientBencher(pair infra.Pair, offsets []time.Duration, live func(*lab.Live
 	if len(hosts) == 1 {
 		return local.HostBencher{Host: hosts[0], Live: live}
 	}
-	return local.HostsBencher{Hosts: hosts, Offsets: offsets, Live: live}
+	b := local.HostsBencher{Hosts: hosts, Offsets: offsets, Live: live}
+	if offsets == nil {
+		// One clock is one machine: every host's bench is a process
+		// started here, running within milliseconds; a second is ample
+		// where remote hosts get the default 3 s.
+		b.Lead = time.Second
+	}
+	return b
 }
 
 // netnsNICs reads the pair's veth ends from this process, inside each

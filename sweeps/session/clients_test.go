@@ -81,6 +81,7 @@ func (r *infoServer) Stop(ctx context.Context) error {
 // bytes of both hosts together what the server counted. The link is
 // calibrated from both hosts, and each host's veth is read.
 func TestTwoClientsOnNetns(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("network namespaces need root; CI runs as root")
@@ -92,7 +93,7 @@ func TestTwoClientsOnNetns(t *testing.T) {
 	src := `name: two-clients
 provider: {kind: netns, binary: ` + lr + `}
 clients: 2
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + bin + `, label: redis, io-threads: 1}
 server:
@@ -103,8 +104,9 @@ workload:
   connections: 4
   threads: 1
   keyspace: 4
-  warmup: 200ms
-  duration: 1s
+  rate: 100
+  warmup: 100ms
+  duration: 400ms
 `
 	c := parse(t, "two-clients.yaml", src)
 	var wrap *infoServers
@@ -112,7 +114,7 @@ workload:
 		wrap = &infoServers{ServerStarter: st}
 		return wrap
 	}})
-	srvNS, _ := netnsPair(t)
+	srvNS, _ := netnsPair(t, s)
 	wrap.ns = srvNS
 	run := runAll(t, s)
 	recs := run.Sorted()
@@ -214,6 +216,7 @@ func latest(a, b time.Time) time.Time {
 // moved onto each. The cell record is the merge of both hosts' records,
 // each kept and named by its host, and the link is calibrated from both.
 func TestTwoClientsOnSSHPair(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	l := sshtest.NewClients(t, "e2e-ssh-2cli", 2)
 	hosts := l.Pair.ClientHosts()
@@ -223,7 +226,7 @@ func TestTwoClientsOnSSHPair(t *testing.T) {
 	src := `name: e2e-ssh-2cli
 provider: {kind: ssh, server: root@198.18.0.1:2222, clients: [root@198.18.0.2:2222, root@198.18.0.6:2222], key: /nonexistent}
 clients: 2
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + bin + `}
 server: {maxmemory: 256mb}
@@ -233,8 +236,9 @@ workload:
   connections: 4
   threads: 1
   keyspace: 4
-  warmup: 200ms
-  duration: 1s
+  rate: 100
+  warmup: 100ms
+  duration: 400ms
 `
 	c := parse(t, "e2e-ssh-2cli.yaml", src)
 	// The further host unlabelled: the provider names it by its role.

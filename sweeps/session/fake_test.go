@@ -72,6 +72,7 @@ func fakeRow(p *fakeProvider) *Row {
 // on it and takes it down on Close; `infra up` and `down` go through the
 // same row.
 func TestARowIsAProvider(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	p := &fakeProvider{}
 	table := NewTable(fakeRow(p))

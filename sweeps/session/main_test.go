@@ -41,7 +41,7 @@ func redisBinary(t *testing.T) string {
 
 func spec(bin string) string {
 	return `name: e2e
-calibrate: {duration: 1s, warmup: 0s}
+calibrate: {duration: 300ms, warmup: 0s}
 versions:
   - {binary: ` + bin + `, label: one-io, io-threads: 1}
   - {binary: ` + bin + `, label: two-io, io-threads: 2}
@@ -53,8 +53,8 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
-  warmup: 200ms
-  duration: 1s
+  warmup: 100ms
+  duration: 400ms
 `
 }
 

@@ -17,26 +17,26 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/local"
 )
 
-// netnsPair lists this process's netns pair: the server's and the
-// client's namespace.
-func netnsPair(t *testing.T) (srv, cli string) {
+// netnsPair is the namespaces of s's netns pair: its server host's and
+// its first client host's (each test's own, so tests may run side by side).
+func netnsPair(t *testing.T, s *Session) (srv, cli string) {
 	t.Helper()
-	prefix := "lr-" + strconv.Itoa(os.Getpid()) + "-"
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	for _, f := range strings.Fields(string(out)) {
-		switch {
-		case strings.HasPrefix(f, prefix) && strings.HasSuffix(f, "-srv"):
-			srv = f
-		case strings.HasPrefix(f, prefix) && strings.HasSuffix(f, "-cli"):
-			cli = f
-		}
+	if s.place == nil || s.place.link == nil {
+		t.Fatal("the session placed no pair")
 	}
-	if srv == "" || cli == "" {
-		t.Fatalf("no netns pair of this process in:\n%s", out)
+	sh, ok := s.place.link.Server.(*netns.Host)
+	hb, ok2 := s.place.link.One.(local.HostBencher)
+	if !ok || !ok2 {
+		t.Fatalf("not a netns pair: %T, %T", s.place.link.Server, s.place.link.One)
 	}
-	return srv, cli
+	ch, ok := hb.Host.(*netns.Host)
+	if !ok || sh.Namespace == "" || ch.Namespace == "" {
+		t.Fatalf("not a netns pair: %T", hb.Host)
+	}
+	return sh.Namespace, ch.Namespace
 }
 
 // readSysctl reads a sysctl in a namespace ("" for this one).
@@ -92,9 +92,9 @@ func (k kernelKnobs) profile() []byte {
 }
 
 // checkTuned checks the machine and both namespaces while the profile holds.
-func (k kernelKnobs) checkTuned(t *testing.T, rootSomaxconn string) {
+func (k kernelKnobs) checkTuned(t *testing.T, s *Session, rootSomaxconn string) {
 	t.Helper()
-	srv, cli := netnsPair(t)
+	srv, cli := netnsPair(t, s)
 	for _, ns := range []string{srv, cli} {
 		if got := readSysctl(t, ns, "net.core.somaxconn"); got != "1919" {
 			t.Errorf("somaxconn in %s: %s, want 1919", ns, got)
@@ -175,7 +175,7 @@ func TestNetnsPairTunesHostWideSettingsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(ctx) })
-	k.checkTuned(t, rootSomaxconn)
+	k.checkTuned(t, s, rootSomaxconn)
 	if rep, drifts, err := s.tuner.Verify(ctx); err != nil || drifts != 0 {
 		t.Errorf("check while tuned: %d drifts, %v: %s", drifts, err, rep)
 	}

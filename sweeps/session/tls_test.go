@@ -31,8 +31,9 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
-  warmup: 200ms
-  duration: 1s
+  rate: 100
+  warmup: 100ms
+  duration: 400ms
 `
 }
 
@@ -67,6 +68,7 @@ func checkTLSRun(t *testing.T, run *sweeps.Run) []string {
 // namespaces share this machine's files) and speaks TLS on every
 // connection.
 func TestTLSCampaignOnNetnsPair(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("network namespaces need root; CI runs as root")
@@ -88,6 +90,7 @@ func TestTLSCampaignOnNetnsPair(t *testing.T) {
 // machine and copied to the client host for each bench (the copy removed
 // after it).
 func TestTLSCampaignOnSSHPair(t *testing.T) {
+	t.Parallel()
 	bin := redisBinary(t)
 	l := sshtest.New(t, "e2e-tls-ssh")
 	c := parse(t, "e2e-tls-ssh.yaml", tlsSpec(bin, "e2e-tls-ssh", "{kind: ssh, server: root@198.18.0.1:2222, client: root@198.18.0.2:2222, key: /nonexistent}"))

@@ -40,6 +40,16 @@ func Discard(fd int, n int) (int, error) {
 	return int(r), nil
 }
 
+// TruncRefused says whether err, from Discard, means this kernel does not
+// drop payloads with MSG_TRUNC, so the caller must read them instead:
+// EINVAL or EOPNOTSUPP (a socket or kernel without it), or EFAULT, which
+// qemu-user gives because it checks that n bytes at the buffer are
+// writable before the call (the arm64 build under emulation, seen here).
+// Nothing was dropped when it is true.
+func TruncRefused(err error) bool {
+	return err == unix.EINVAL || err == unix.EOPNOTSUPP || err == unix.EFAULT
+}
+
 // Read reads into p.
 func Read(fd int, p []byte) (int, error) {
 	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))

@@ -80,3 +80,19 @@ func TestEpollWaitRefusesANegativeTimeout(t *testing.T) {
 		}
 	}
 }
+
+// Discard's refusals that mean "read instead" are told apart from the
+// errors of a socket that failed.
+func TestTruncRefused(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{unix.EINVAL, true}, {unix.EOPNOTSUPP, true}, {unix.EFAULT, true},
+		{nil, false}, {unix.EAGAIN, false}, {unix.ECONNRESET, false}, {unix.EBADF, false},
+	} {
+		if got := TruncRefused(tc.err); got != tc.want {
+			t.Errorf("TruncRefused(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

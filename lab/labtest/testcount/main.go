@@ -1,0 +1,94 @@
+// Command testcount reads `go test -json` on standard input and prints one
+// line: how many top-level tests passed, failed and skipped (those skipped
+// by name), then the output of every failed test. It exits 1 when a test
+// or a package failed. .ci/arm64 uses it: the count is part of make
+// test's report, and a count read from -v text is wrong once packages run
+// side by side.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+}
+
+func main() { os.Exit(count(os.Stdin, os.Stdout, os.Stderr)) }
+
+// count reads the events from in, writes the summary line to out and the
+// failures to errw, and returns the exit status.
+func count(in io.Reader, out, errw io.Writer) int {
+	var passed, failed int
+	var skipped, failedNames, brokenPkgs []string
+	output := map[string]*strings.Builder{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			fmt.Fprintln(out, sc.Text()) // a build error line, not an event
+			continue
+		}
+		key := e.Package + " " + e.Test
+		top := e.Test != "" && !strings.Contains(e.Test, "/")
+		switch e.Action {
+		case "output":
+			if output[key] == nil {
+				output[key] = &strings.Builder{}
+			}
+			output[key].WriteString(e.Output)
+		case "pass":
+			if top {
+				passed++
+			}
+		case "skip":
+			if top {
+				skipped = append(skipped, e.Test)
+			}
+		case "fail":
+			switch {
+			case top:
+				failed++
+				failedNames = append(failedNames, key)
+			case e.Test == "":
+				brokenPkgs = append(brokenPkgs, e.Package)
+			}
+		}
+	}
+	for _, k := range failedNames {
+		fmt.Fprintf(errw, "--- FAIL: %s\n%s", k, output[k])
+	}
+	for _, p := range brokenPkgs {
+		if o := output[p+" "]; o != nil {
+			fmt.Fprintf(errw, "package %s:\n%s", p, lastLines(o.String(), 30))
+		}
+	}
+	sort.Strings(skipped)
+	fmt.Fprintf(out, "%d tests passed, %d failed", passed, failed)
+	if len(skipped) > 0 {
+		fmt.Fprintf(out, "; skipped by the tests themselves: %s", strings.Join(skipped, " "))
+	}
+	fmt.Fprintln(out)
+	if failed > 0 || len(brokenPkgs) > 0 || sc.Err() != nil {
+		return 1
+	}
+	return 0
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -102,8 +101,8 @@ func BenchmarkProbe(b *testing.B) {
 	r := compare("probe added p99 beside 5/s: noise band's low end", "µs", "", low, nil, atMost(0), ns...)
 	r.RawMore = map[string][]figure{"added_p99_us": figures(added), "added_p99_high_us": figures(high), "idle_p99_us": figures(idle)}
 	if !math.IsNaN(median(added)) {
-		r.Note = strings.Join(dedupe([]string{fmt.Sprintf("added p99 %.0f µs, band [%.0f, %.0f]; alone p99 %.0f µs (medians)",
-			median(added), median(low), median(high), median(idle)), r.Note}), "; ")
+		r = r.with(fmt.Sprintf("added p99 %.0f µs, band [%.0f, %.0f]; alone p99 %.0f µs (medians)",
+			median(added), median(low), median(high), median(idle)))
 	}
 	results.add(secProbe, r)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +49,7 @@ func BenchmarkPacedVersusClosed(b *testing.B) {
 	r := compare("paced at 50% CPU-s/GB vs closed loop, GET 1MiB", "CPU-s/GB", "CPU-s/GB", paced, closed, atMostX(1.2), ns...)
 	r.RawMore = map[string][]figure{"paced_ops_share_of_closed_pct": figures(share), "paced_late_pct": figures(late)}
 	if m := median(share); !math.IsNaN(m) {
-		r.Note = strings.Join(dedupe([]string{fmt.Sprintf("paced reached %.0f%% of closed loop's ops/s, %.1f%% late", m, median(late)), r.Note}), "; ")
+		r = r.with(fmt.Sprintf("paced reached %.0f%% of closed loop's ops/s, %.1f%% late", m, median(late)))
 	}
 	results.add(secPaced, r)
 }

@@ -25,7 +25,7 @@ func TestRowsJudgeAndRender(t *testing.T) {
 		{"a failed round is left out", compare("x", "Gbps", "Gbps", []float64{nan, 4, 2}, []float64{1, 1, 1}, atLeastX(1)), statusMet, "3.00 Gbps", "1.00 Gbps", "3.00x", ">= 1.0x"},
 		{"reference moved nothing", compare("x", "Gbps", "Gbps", []float64{5, 5, 5}, []float64{0, 0, 0}, atLeastX(1)), statusMet, "5.00 Gbps", "0.00 Gbps", "inf", ">= 1.0x"},
 		{"reference's cost infinite", compare("x", "CPU-s/GB", "CPU-s/GB", []float64{0.2, 0.2, 0.2}, []float64{inf, inf, inf}, atMostX(0.5)), statusMet, "0.200 CPU-s/GB", "inf CPU-s/GB", "0.00x", "<= 0.5x"},
-		{"no reference figure", compare("x", "Gbps", "Gbps", []float64{5, 5, 5}, []float64{nan, nan, nan}, atLeastX(1.5), "peer: no TLS"), statusNotMeasured, "5.00 Gbps", "-", "-", ">= 1.5x"},
+		{"no reference figure", compare("x", "Gbps", "Gbps", []float64{5, 5, 5}, []float64{nan, nan, nan}, atLeastX(1.5), "peer: no TLS", "", "peer: no TLS", "", "peer: no TLS"), statusNotMeasured, "5.00 Gbps", "-", "-", ">= 1.5x"},
 		{"absolute", compare("x", "faults", "faults", []float64{0.02, 0.001, 0.003}, []float64{0, 0, 0}, atMost(0.01)), statusMet, "0.003 faults", "0.000 faults", "-", "<= 0.01 faults"},
 		{"absolute without b", compare("x", "µs", "", []float64{12, -3, 40}, nil, atMost(0)), statusMissed, "12 µs", "-", "-", "<= 0 µs"},
 		{"margin", compare("x", "%", "%", []float64{2.5, 2.5, 2.5}, []float64{0.7, 0.8, 0.9}, lateGoal), statusMet, "2.50 %", "0.80 %", "3.12x", "<= 2x + 1 %"},
@@ -37,6 +37,9 @@ func TestRowsJudgeAndRender(t *testing.T) {
 		if r.Status != tc.status || cell(r.A, r.UnitA) != tc.a || cell(r.B, r.UnitB) != tc.b || ratioCell(r) != tc.rat || r.Goal != tc.goal {
 			t.Errorf("%s: %s, A %q, B %q, A/B %q, goal %q; want %s, %q, %q, %q, %q", tc.name, r.Status, cell(r.A, r.UnitA), cell(r.B, r.UnitB), ratioCell(r), r.Goal,
 				tc.status, tc.a, tc.b, tc.rat, tc.goal)
+		}
+		if tc.name == "no reference figure" && r.Note != "peer: no TLS (3 of 3 rounds)" {
+			t.Errorf("%s: note %q", tc.name, r.Note)
 		}
 		if (r.Met == nil) != (r.Status == statusNotMeasured) {
 			t.Errorf("%s: met %v with status %s", tc.name, r.Met, r.Status)

@@ -163,11 +163,27 @@ func median(xs []float64) float64 {
 
 // compare makes a row of per-round figures: the medians of A and of B
 // (rawB nil for a row judged on A alone) and the goal judged on them.
-// A row none of whose A rounds (or, with a reference, B rounds) gave a
-// figure is not measured, and its note says why.
-func compare(name, unitA, unitB string, rawA, rawB []float64, g goal, notes ...string) row {
+// runNotes are what the rounds' runs said ("" for nothing), each kept once
+// with how many rounds said it. A row none of whose A rounds (or, with a
+// reference, B rounds) gave a figure is not measured, and its note says
+// why.
+func compare(name, unitA, unitB string, rawA, rawB []float64, g goal, runNotes ...string) row {
 	r := row{Name: name, UnitA: unitA, UnitB: unitB, goal: g, Goal: g.text(unitA), Rounds: max(len(rawA), len(rawB)),
-		RawA: figures(rawA), RawB: figures(rawB), Note: strings.Join(dedupe(notes), "; ")}
+		RawA: figures(rawA), RawB: figures(rawB)}
+	var said []string
+	for _, n := range dedupe(runNotes) {
+		k := 0
+		for _, m := range runNotes {
+			if m == n {
+				k++
+			}
+		}
+		if r.Rounds > 1 {
+			n = fmt.Sprintf("%s (%d of %d rounds)", n, k, r.Rounds)
+		}
+		said = append(said, n)
+	}
+	r.Note = strings.Join(said, "; ")
 	a, b := median(rawA), median(rawB)
 	r.A, r.B, r.Ratio = figure(a), figure(b), figure(math.NaN())
 	if g.K != 0 && b != 0 && !math.IsInf(b, 0) && !math.IsNaN(b) {
@@ -186,6 +202,12 @@ func compare(name, unitA, unitB string, rawA, rawB []float64, g goal, notes ...s
 	if m {
 		r.Status = statusMet
 	}
+	return r
+}
+
+// with puts a note about the row as a whole before what its runs said.
+func (r row) with(note string) row {
+	r.Note = strings.Join(dedupe([]string{note, r.Note}), "; ")
 	return r
 }
 

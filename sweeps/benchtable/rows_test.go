@@ -1,0 +1,85 @@
+package benchtable
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The table's own logic, without running anything: how a row is judged,
+// what it prints, what its JSON holds.
+func TestRowsJudgeAndRender(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	for _, tc := range []struct {
+		name      string
+		r         row
+		status    string
+		a, b, rat string
+		goal      string
+	}{
+		{"ratio met", compare("x", "Gbps", "Gbps", []float64{2, 3, 1}, []float64{1, 1, 2}, atLeastX(1)), statusMet, "2.00 Gbps", "1.00 Gbps", "2.00x", ">= 1.0x"},
+		{"ratio missed", compare("x", "Gbps", "Gbps", []float64{1, 1, 1}, []float64{2, 2, 2}, atLeastX(1)), statusMissed, "1.00 Gbps", "2.00 Gbps", "0.50x", ">= 1.0x"},
+		{"a failed round is left out", compare("x", "Gbps", "Gbps", []float64{nan, 4, 2}, []float64{1, 1, 1}, atLeastX(1)), statusMet, "3.00 Gbps", "1.00 Gbps", "3.00x", ">= 1.0x"},
+		{"reference moved nothing", compare("x", "Gbps", "Gbps", []float64{5, 5, 5}, []float64{0, 0, 0}, atLeastX(1)), statusMet, "5.00 Gbps", "0.00 Gbps", "inf", ">= 1.0x"},
+		{"reference's cost infinite", compare("x", "CPU-s/GB", "CPU-s/GB", []float64{0.2, 0.2, 0.2}, []float64{inf, inf, inf}, atMostX(0.5)), statusMet, "0.200 CPU-s/GB", "inf CPU-s/GB", "0.00x", "<= 0.5x"},
+		{"no reference figure", compare("x", "Gbps", "Gbps", []float64{5, 5, 5}, []float64{nan, nan, nan}, atLeastX(1.5), "peer: no TLS", "", "peer: no TLS", "", "peer: no TLS"), statusNotMeasured, "5.00 Gbps", "-", "-", ">= 1.5x"},
+		{"absolute", compare("x", "faults", "faults", []float64{0.02, 0.001, 0.003}, []float64{0, 0, 0}, atMost(0.01)), statusMet, "0.003 faults", "0.000 faults", "-", "<= 0.01 faults"},
+		{"absolute without b", compare("x", "µs", "", []float64{12, -3, 40}, nil, atMost(0)), statusMissed, "12 µs", "-", "-", "<= 0 µs"},
+		{"margin", compare("x", "%", "%", []float64{2.5, 2.5, 2.5}, []float64{0.7, 0.8, 0.9}, lateGoal), statusMet, "2.50 %", "0.80 %", "3.12x", "<= 2x + 1 %"},
+		{"margin missed", compare("x", "%", "%", []float64{3, 3, 3}, []float64{0.5, 0.5, 0.5}, lateGoal), statusMissed, "3.00 %", "0.50 %", "6.00x", "<= 2x + 1 %"},
+		{"two decimals", compare("x", "Gbps", "Gbps", []float64{1}, []float64{1}, atLeastX(0.95)), statusMet, "1.00 Gbps", "1.00 Gbps", "1.00x", ">= 0.95x"},
+		{"not measured", notMeasured("x", "needs root"), statusNotMeasured, "-", "-", "-", "-"},
+	} {
+		r := tc.r
+		if r.Status != tc.status || cell(r.A, r.UnitA) != tc.a || cell(r.B, r.UnitB) != tc.b || ratioCell(r) != tc.rat || r.Goal != tc.goal {
+			t.Errorf("%s: %s, A %q, B %q, A/B %q, goal %q; want %s, %q, %q, %q, %q", tc.name, r.Status, cell(r.A, r.UnitA), cell(r.B, r.UnitB), ratioCell(r), r.Goal,
+				tc.status, tc.a, tc.b, tc.rat, tc.goal)
+		}
+		if tc.name == "no reference figure" && r.Note != "peer: no TLS (3 of 3 rounds)" {
+			t.Errorf("%s: note %q", tc.name, r.Note)
+		}
+		if (r.Met == nil) != (r.Status == statusNotMeasured) {
+			t.Errorf("%s: met %v with status %s", tc.name, r.Met, r.Status)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+
+	// One table, its rows in section order, and JSON without infinities.
+	tb := &table{sections: map[string]string{}, progress: io.Discard}
+	tb.where(secProbe, "probe setup")
+	tb.add(secProbe, compare("probe row", "µs", "", []float64{-1}, nil, atMost(0)))
+	tb.add(secPeer, compare("peer row", "CPU-s/GB", "CPU-s/GB", []float64{0.1}, []float64{inf}, atMostX(0.5), "peer completed no request"))
+	var out strings.Builder
+	facts := runFacts{host: "a host", start: time.Now(), loadStart: "1.0", loadEnd: "2.0"}
+	tb.write(&out, facts)
+	text := out.String()
+	if p, q := strings.Index(text, "peer row"), strings.Index(text, "probe row"); p < 0 || q < p {
+		t.Errorf("rows out of section order:\n%s", text)
+	}
+	if !strings.Contains(text, "2 MET, 0 MISSED, 0 not measured") || !strings.Contains(text, "probe: probe setup") {
+		t.Errorf("table:\n%s", text)
+	}
+	data, err := json.Marshal(tb.report(facts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Rows []struct {
+			Name string     `json:"name"`
+			B    *float64   `json:"b"`
+			RawB []*float64 `json:"raw_b"`
+			Met  *bool      `json:"met"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Rows) != 2 || back.Rows[0].Name != "peer row" || back.Rows[0].B != nil || back.Rows[0].RawB[0] != nil || back.Rows[0].Met == nil || !*back.Rows[0].Met {
+		t.Errorf("JSON %s", data)
+	}
+}

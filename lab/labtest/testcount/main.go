@@ -39,8 +39,11 @@ func count(in io.Reader, out, errw io.Writer) int {
 			fmt.Fprintln(out, sc.Text()) // a build error line, not an event
 			continue
 		}
-		key := e.Package + " " + e.Test
-		top := e.Test != "" && !strings.Contains(e.Test, "/")
+		// A subtest's lines go with its top-level test's, which is what
+		// is counted and printed.
+		topName, _, _ := strings.Cut(e.Test, "/")
+		key := e.Package + " " + topName
+		top := e.Test != "" && topName == e.Test
 		switch e.Action {
 		case "output":
 			if output[key] == nil {

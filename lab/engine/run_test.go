@@ -149,8 +149,10 @@ func TestCountsMatchServer(t *testing.T) {
 				var series uint64
 				for _, s := range o.Series {
 					series += s.PayloadBytes
-					// A second's p99 comes from ~9%-wide buckets.
-					if s.Ops > 0 && (s.P99 <= 0 || s.P99 > o.Latency.Max*1.1 || s.P99 < o.Latency.P50/2) {
+					// A second's p99 comes from ~9%-wide buckets. (How it
+					// compares with the window's p50 is the machine's: a
+					// stall in one second moves the p50 past another's p99.)
+					if s.Ops > 0 && (s.P99 <= 0 || s.P99 > o.Latency.Max*1.1) {
 						t.Errorf("%s second %d: p99 %.0fus against window p50 %.0fus max %.0fus", op, s.Second, s.P99, o.Latency.P50, o.Latency.Max)
 					}
 				}

@@ -241,13 +241,14 @@ const (
 	secPeer     = "peer"
 	secTLS      = "tls"
 	secCeiling  = "ceiling"
+	secWakeups  = "wakeups"
 	secLink     = "link"
 	secPaced    = "paced"
 	secOpenLoop = "openloop"
 	secProbe    = "probe"
 )
 
-var sectionOrder = []string{secPeer, secTLS, secCeiling, secLink, secPaced, secOpenLoop, secProbe}
+var sectionOrder = []string{secPeer, secTLS, secCeiling, secWakeups, secLink, secPaced, secOpenLoop, secProbe}
 
 // table collects the rows the benchmarks file.
 type table struct {

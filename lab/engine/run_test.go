@@ -163,9 +163,14 @@ func TestCountsMatchServer(t *testing.T) {
 			if len(res.Errors) != 0 {
 				t.Errorf("errors on a healthy server: %v", res.Errors)
 			}
-			// The record must show the client did not fault in memory per request.
-			if res.Client.MinorFaultsPerOp > 1 {
-				t.Errorf("client took %.1f minor faults per request", res.Client.MinorFaultsPerOp)
+			// The record must show the client did not fault in memory per
+			// request. Under an emulator the count is the translator's too
+			// (1.1 per request in a second of qemu-user); the allocation
+			// tests judge the code there.
+			if f := res.Client.MinorFaultsPerOp; f > 1 && labtest.Emulator() == "" {
+				t.Errorf("client took %.1f minor faults per request", f)
+			} else if f > 1 {
+				t.Logf("%.1f minor faults per request under %s: not judged", f, labtest.Emulator())
 			}
 			if res.Stop.Reason != lab.StopCompleted || res.Stop.ExitCode != 0 {
 				t.Errorf("stop = %+v", res.Stop)

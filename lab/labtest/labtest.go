@@ -209,6 +209,15 @@ var (
 // builds its own.
 const BinaryEnv = "LINERATE_TEST_BINARY"
 
+// EmulatorEnv names the emulator the tests run under (.ci/arm64 sets it
+// to qemu-user). Under it, the process's page faults and CPU time are the
+// emulator's as much as the code's: it translates code into pages of its
+// own as the run goes.
+const EmulatorEnv = "LINERATE_EMULATOR"
+
+// Emulator returns $LINERATE_EMULATOR: "" when the tests run natively.
+func Emulator() string { return os.Getenv(EmulatorEnv) }
+
 // Binary builds cmd/linerate once per test process and returns its path,
 // or returns $LINERATE_TEST_BINARY's.
 func Binary(t testing.TB) string {

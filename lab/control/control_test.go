@@ -111,8 +111,10 @@ func TestControlPlaneSpeaksTLS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") || !strings.Contains(err.Error(), srv.Addr) {
 		t.Errorf("a client trusting another CA: %v; want the certificate problem and the server named", err)
 	}
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("refused only after %s", time.Since(start))
+	// Refused at the handshake, not at the context's deadline (30 s):
+	// half of it apart, whatever the machine's load.
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("refused only after %s: the dial ran on towards the deadline", took)
 	}
 	if c, err := control.Dial(ctx, w); err == nil {
 		c.Close()

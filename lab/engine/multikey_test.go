@@ -160,8 +160,11 @@ func TestMGetOneWrongKeyIsOneError(t *testing.T) {
 					before := labtest.Info(t, srv.Addr, "commandstats")
 					if tc.midRun {
 						// Once the server has answered a few MGETs whole:
-						// by the run's progress, not by a clock.
-						w.Duration = lab.Duration(time.Second)
+						// by the run's progress, not by a clock. The window
+						// is long enough for that and many MGETs after it
+						// on a loaded machine (at 1 s, a loaded run's
+						// window ended before the tamper landed).
+						w.Duration = lab.Duration(4 * time.Second)
 						done := make(chan struct{})
 						var polling sync.WaitGroup
 						defer func() { close(done); polling.Wait() }() // no t call after the test

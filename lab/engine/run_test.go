@@ -164,13 +164,23 @@ func TestCountsMatchServer(t *testing.T) {
 				t.Errorf("errors on a healthy server: %v", res.Errors)
 			}
 			// The record must show the client did not fault in memory per
-			// request. Under an emulator the count is the translator's too
-			// (1.1 per request in a second of qemu-user); the allocation
-			// tests judge the code there.
-			if f := res.Client.MinorFaultsPerOp; f > 1 && labtest.Emulator() == "" {
-				t.Errorf("client took %.1f minor faults per request", f)
-			} else if f > 1 {
-				t.Logf("%.1f minor faults per request under %s: not judged", f, labtest.Emulator())
+			// request: a 256 KiB value read into fresh memory is 64 faults
+			// a request. The runtime's own faults in a window (timers, a
+			// GC, a stack) are a few hundred whatever the request count,
+			// so they are allowed apart: per request alone, a loaded
+			// machine's few hundred requests read 1.2. Under an emulator
+			// the count is the translator's too; the allocation tests
+			// judge the code there.
+			var done uint64
+			for _, o := range res.Ops {
+				done += o.Ops
+			}
+			const runtimeFaults = 1000
+			if f := uint64(res.Client.MinorFaults); f > done+runtimeFaults && labtest.Emulator() == "" {
+				t.Errorf("client took %d minor faults for %d requests (%.1f each): more than one a request beside the runtime's %d",
+					f, done, res.Client.MinorFaultsPerOp, runtimeFaults)
+			} else {
+				t.Logf("%d minor faults for %d requests (emulator %q)", f, done, labtest.Emulator())
 			}
 			if res.Stop.Reason != lab.StopCompleted || res.Stop.ExitCode != 0 {
 				t.Errorf("stop = %+v", res.Stop)

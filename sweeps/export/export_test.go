@@ -450,3 +450,51 @@ func sampleCell(t *testing.T, run *sweeps.Run, what string, ok func(*sweeps.Cell
 	t.Fatalf("the sample has no %s", what)
 	return "", nil
 }
+
+// Floats are printed at the precision they were measured to, in their
+// shortest form: latencies to the microsecond (the histograms' unit),
+// every other figure to ten significant digits, so a sum or a ratio
+// carries no binary noise (no 17.798000000000002) into a spreadsheet.
+func TestFloatsAtThePrecisionMeasured(t *testing.T) {
+	run := readRun(t, sampleDir)
+	id, rec := sampleCell(t, run, "GET cell", func(rec *sweeps.CellRecord) bool {
+		return rec.Result != nil && rec.Result.Ops[lab.OpGet] != nil && len(rec.Result.Ops) == 1
+	})
+	o := rec.Result.Ops[lab.OpGet]
+	o.Gbps = 17.698 + 0.1 // 17.798000000000002
+	o.OpsPerSec = 1000.0 / 3
+	o.Latency.P99 = 17798.000000000004 // µs
+	o.Latency.Mean = 2417.4999
+	rec.Result.Client.CPUSecPerGB = 0.1 + 0.2
+	for _, f := range []Format{CSV, NDJSON} {
+		var rows []map[string]string
+		if f == CSV {
+			rows = parseCSV(t, export(t, run, Options{Format: f}))
+		} else {
+			for _, line := range strings.Split(strings.TrimSpace(string(export(t, run, Options{Format: f}))), "\n") {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatal(err)
+				}
+				r := map[string]string{}
+				for k, v := range m {
+					r[k] = string(v)
+				}
+				rows = append(rows, r)
+			}
+		}
+		for _, r := range rows {
+			if strings.Trim(r["cell_id"], `"`) != id {
+				continue
+			}
+			for col, want := range map[string]string{
+				"gbps": "17.798", "ops_per_sec": "333.3333333", "p99_ms": "17.798",
+				"mean_ms": "2.417", "client_cpu_s_per_gb": "0.3",
+			} {
+				if r[col] != want {
+					t.Errorf("%s %s: %s = %s, want %s", f, id, col, r[col], want)
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,29 +22,62 @@ func TestMemorySampleFromInfo(t *testing.T) {
 	}
 }
 
+// What a key cost is Δused_memory / Δkeys from before the prefill to
+// after the cell, both settled; never negative: a before-value taken with
+// keys present (issue 25: -92 bytes a key after a FLUSHALL still freeing),
+// no key added, a Δ that is not positive or an unsettled server is "not
+// measurable" with the reason.
 func TestMemoryRecord(t *testing.T) {
 	const mib = 1 << 20
 	before := &MemorySample{UsedMemory: 900_000}
-	prefilled := &MemorySample{UsedMemory: 900_000 + 64*1_101_005, Keys: 64} // 1.05 MiB a key
+	prefilled := &MemorySample{UsedMemory: 900_000 + 64*1_401_005, Keys: 64} // the bench's buffers in it
 	cell := &MemorySample{UsedMemory: 900_000 + 64*1_153_434, Keys: 64}      // 1.1 MiB
 	for _, tc := range []struct {
 		name                string
 		before, after, cell *MemorySample
+		unsettled           string
 		perKey              float64
-		from                string
+		why                 string
 	}{
-		{"from the prefill", before, prefilled, cell, 1_101_005, "prefill"},
-		{"without a prefill mark", before, nil, cell, 1_153_434, "cell"},
-		{"no key added", before, nil, &MemorySample{UsedMemory: 2_000_000}, 0, ""},
-		{"nothing before", nil, prefilled, cell, 0, ""},
+		{"after the cell, not the prefill", before, prefilled, cell, "", 1_153_434, ""},
+		{"without a prefill mark", before, nil, cell, "", 1_153_434, ""},
+		{"no key added", before, nil, &MemorySample{UsedMemory: 2_000_000}, "", 0, "added no key"},
+		{"nothing before", nil, prefilled, cell, "", 0, "could not be read"},
+		{"keys before", &MemorySample{UsedMemory: 35_300_000, Keys: 3}, nil, cell, "", 0, "3 keys were there before"},
+		{"memory fell", &MemorySample{UsedMemory: 80_000_000}, nil, cell, "", 0, "used_memory did not grow (-5280224 bytes for 64 keys added)"},
+		{"unsettled", before, nil, cell, "2 client connections besides the runner's", 0, "2 client connections"},
 	} {
-		m := memoryRecord(tc.before, tc.after, tc.cell, mib)
-		if math.Abs(m.BytesPerKey-tc.perKey) > 1 || m.BytesPerKeyFrom != tc.from {
-			t.Errorf("%s: %v bytes per key from %q, want %v from %q", tc.name, m.BytesPerKey, m.BytesPerKeyFrom, tc.perKey, tc.from)
+		m := memoryRecord(tc.before, tc.after, tc.cell, mib, tc.unsettled)
+		if math.Abs(m.BytesPerKey-tc.perKey) > 1 || m.BytesPerKey < 0 || (tc.perKey > 0) != (m.BytesPerKeyFrom == "cell") {
+			t.Errorf("%s: %v bytes per key from %q, want %v", tc.name, m.BytesPerKey, m.BytesPerKeyFrom, tc.perKey)
+		}
+		if (tc.why == "") != (m.NotMeasurable == "") || !strings.Contains(m.NotMeasurable, tc.why) {
+			t.Errorf("%s: not measurable %q, want %q", tc.name, m.NotMeasurable, tc.why)
 		}
 		if want := tc.perKey/mib - 1; tc.perKey > 0 && math.Abs(m.Overhead-want) > 1e-9 {
 			t.Errorf("%s: overhead %v, want %v", tc.name, m.Overhead, want)
 		}
+	}
+}
+
+// A settled read has no client but the runner's and nothing left to free.
+func TestUnsettled(t *testing.T) {
+	for _, tc := range []struct {
+		f    map[string]string
+		want string
+	}{
+		{map[string]string{"connected_clients": "1", "lazyfree_pending_objects": "0"}, ""},
+		{map[string]string{"connected_clients": "1"}, ""}, // no lazy free reported
+		{map[string]string{"connected_clients": "9", "lazyfree_pending_objects": "0"}, "8 client connections besides the runner's"},
+		{map[string]string{"connected_clients": "1", "lazyfree_pending_objects": "32"}, "32 objects waiting to be freed"},
+	} {
+		if got := unsettled(tc.f); got != tc.want {
+			t.Errorf("unsettled(%v) = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+	k := KeyMemoryOf([]int64{1_052_700, 1_052_740, 1_052_720})
+	if k.Keys != 3 || k.MinBytes != 1_052_700 || k.MaxBytes != 1_052_740 || k.MeanBytes != 1_052_720 {
+		t.Errorf("KeyMemoryOf: %+v", k)
 	}
 }
 
@@ -194,7 +228,7 @@ func TestRunnerSamplesServerInfo(t *testing.T) {
 				t.Fatalf("cell %+v", rec)
 			}
 			m := rec.Memory
-			if m == nil || m.BeforePrefill == nil || m.AfterPrefill == nil || m.AfterCell == nil || m.BytesPerKeyFrom != "prefill" ||
+			if m == nil || m.BeforePrefill == nil || m.AfterPrefill == nil || m.AfterCell == nil || m.BytesPerKeyFrom != "cell" ||
 				math.Abs(m.BytesPerKey-1.1*(1<<20)) > 1 || math.Abs(m.Overhead-0.1) > 1e-6 {
 				t.Fatalf("memory %+v", m)
 			}

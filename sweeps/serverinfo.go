@@ -440,6 +440,151 @@ func (iw *infoWatch) finish(rec *CellRecord, res *lab.Result, w lab.Workload) {
 	rec.Persistence = persistenceSeries(iw.samples, start, secs)
 }
 
-// persists says whether a version keeps anything on disk, so its forks
-// are worth reading.
-func persists(s ServerSettings) bool { return s.Persistence != "" && s.Persistence != "none" }
+// persists says whether a version keeps anything on disk or is asked to
+// snapshot, so its forks are worth reading.
+func persists(s ServerSettings) bool {
+	return (s.Persistence != "" && s.Persistence != "none") || s.BGSaveEvery > 0
+}
+
+// bgsaveEvery is how often the runner asks a cell's server for BGSAVE:
+// server.bgsave-every, else half the window for persistence rdb (one
+// snapshot, in the middle of the window, whose own save schedule would
+// not fire within a short cell), else never.
+func bgsaveEvery(s ServerSettings, w lab.Workload) time.Duration {
+	switch {
+	case s.BGSaveEvery > 0:
+		return s.BGSaveEvery.D()
+	case s.Persistence == "rdb" && w.Duration > 0:
+		return max(w.Duration.D()/2, MinBGSaveEvery)
+	}
+	return 0
+}
+
+// bgsaver asks a server for BGSAVE every `every` while a cell runs,
+// counting from the bench's start, then again from the measured
+// window's start when the bencher marks it (anchor).
+type bgsaver struct {
+	srv    Snapshotter
+	every  time.Duration
+	anchor chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	asked  int
+	errs   []string
+}
+
+// startBGSaves starts asking srv for BGSAVE every `every`; nil when every
+// is 0. A server that cannot snapshot gets a bgsaver that only says so.
+func startBGSaves(ctx context.Context, srv RunningServer, every time.Duration) *bgsaver {
+	if every <= 0 {
+		return nil
+	}
+	b := &bgsaver{every: every, anchor: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	sn, ok := srv.(Snapshotter)
+	if !ok {
+		b.errs = append(b.errs, "the server cannot be asked for BGSAVE")
+		close(b.done)
+		return b
+	}
+	b.srv = sn
+	go b.run(ctx)
+	return b
+}
+
+func (b *bgsaver) run(ctx context.Context) {
+	defer close(b.done)
+	t := time.NewTimer(b.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			bctx, cancel := context.WithTimeout(ctx, infoTimeout)
+			err := b.srv.BGSave(bctx)
+			cancel()
+			b.asked++
+			if err != nil && len(b.errs) < 3 {
+				b.errs = append(b.errs, err.Error())
+			}
+			t.Reset(b.every)
+		case <-b.anchor:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(b.every)
+		case <-b.stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// windowOpened restarts the schedule at the measured window's start.
+func (b *bgsaver) windowOpened() {
+	if b == nil {
+		return
+	}
+	select {
+	case b.anchor <- struct{}{}:
+	default:
+	}
+}
+
+// finish stops asking and returns how many BGSAVEs were asked for and
+// what went wrong.
+func (b *bgsaver) finish() (int, []string) {
+	if b == nil {
+		return 0, nil
+	}
+	if b.srv != nil {
+		close(b.stop)
+	}
+	<-b.done
+	return b.asked, b.errs
+}
+
+// ForksIn is the forks begun in a window's seconds; nil when no second
+// counted them (a server that does not report total_forks, or no read).
+func ForksIn(ps []PersistenceSecond) *int64 {
+	var forks *int64
+	for _, s := range ps {
+		if s.Forks != nil {
+			n := *s.Forks
+			if forks != nil {
+				n += *forks
+			}
+			forks = &n
+		}
+	}
+	return forks
+}
+
+// forkSummary is a cell's forks in its window (nil when no second counted
+// them) and, when a cell that should fork did not, why: a cell that
+// persists and found no fork says so, with the BGSAVEs asked for and
+// their errors.
+func forkSummary(ps []PersistenceSecond, asked int, errs []string) (*int64, string) {
+	forks := ForksIn(ps)
+	if forks == nil || *forks > 0 {
+		if len(errs) > 0 {
+			return forks, "BGSAVE: " + strings.Join(errs, "; ")
+		}
+		return forks, ""
+	}
+	note := "no fork began in the measured window, so it measured no persistence: the server's own save schedule did not fire"
+	switch {
+	case asked == 0 && len(errs) == 0:
+		note += "; set server.bgsave-every shorter than the window to force one"
+	case asked == 0:
+		note += "; " + strings.Join(errs, "; ")
+	default:
+		note += fmt.Sprintf(" and none of the %d BGSAVEs asked for forked inside it", asked)
+		if len(errs) > 0 {
+			note += " (" + strings.Join(errs, "; ") + ")"
+		}
+	}
+	return forks, note
+}

@@ -251,3 +251,55 @@ func TestRunnerSamplesServerInfo(t *testing.T) {
 		})
 	}
 }
+
+// A cell with persistence that began no fork in its window says so
+// (forks: 0 and a note why), never passes as having measured it.
+func TestForkSummary(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name  string
+		ps    []PersistenceSecond
+		asked int
+		errs  []string
+		forks *int64
+		note  string
+	}{
+		{"forked", []PersistenceSecond{{Forks: n(0)}, {Forks: n(1)}}, 1, nil, n(1), ""},
+		{"not counted", []PersistenceSecond{{}}, 0, nil, nil, ""},
+		{"no fork, none asked", []PersistenceSecond{{Forks: n(0)}, {Forks: n(0)}}, 0, nil, n(0), "set server.bgsave-every"},
+		{"no fork, asked", []PersistenceSecond{{Forks: n(0)}}, 2, []string{"BGSAVE on x: ERR busy"}, n(0), "none of the 2 BGSAVEs asked for forked inside it (BGSAVE on x: ERR busy)"},
+		{"no snapshotter", []PersistenceSecond{{Forks: n(0)}}, 0, []string{"the server cannot be asked for BGSAVE"}, n(0), "cannot be asked"},
+		{"forked but a BGSAVE failed", []PersistenceSecond{{Forks: n(2)}}, 3, []string{"timeout"}, n(2), "BGSAVE: timeout"},
+	} {
+		forks, note := forkSummary(tc.ps, tc.asked, tc.errs)
+		if (forks == nil) != (tc.forks == nil) || (forks != nil && *forks != *tc.forks) {
+			t.Errorf("%s: forks %v, want %v", tc.name, forks, tc.forks)
+		}
+		if (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
+			t.Errorf("%s: note %q, want one with %q", tc.name, note, tc.note)
+		}
+	}
+}
+
+// persistence rdb snapshots once in the middle of the window unless
+// bgsave-every says how often; other settings never.
+func TestBGSaveEvery(t *testing.T) {
+	w := lab.Workload{Duration: lab.Duration(4 * time.Second)}
+	for _, tc := range []struct {
+		s    ServerSettings
+		want time.Duration
+	}{
+		{ServerSettings{Persistence: "rdb"}, 2 * time.Second},
+		{ServerSettings{Persistence: "rdb", BGSaveEvery: lab.Duration(time.Second)}, time.Second},
+		{ServerSettings{BGSaveEvery: lab.Duration(700 * time.Millisecond)}, 700 * time.Millisecond},
+		{ServerSettings{Persistence: "aof-everysec"}, 0},
+		{ServerSettings{}, 0},
+	} {
+		if got := bgsaveEvery(tc.s, w); got != tc.want {
+			t.Errorf("%+v: every %s, want %s", tc.s, got, tc.want)
+		}
+		if persists(tc.s) != (tc.want > 0 || tc.s.Persistence == "aof-everysec") {
+			t.Errorf("%+v: persists %v", tc.s, persists(tc.s))
+		}
+	}
+}

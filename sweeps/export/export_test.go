@@ -498,3 +498,29 @@ func TestFloatsAtThePrecisionMeasured(t *testing.T) {
 		}
 	}
 }
+
+// A cell whose memory per key was not measurable exports the reason and
+// empty per-key figures, never 0; one that persisted without a fork
+// exports forks 0, the BGSAVEs asked for and the note.
+func TestMemoryAndForkColumns(t *testing.T) {
+	run := readRun(t, sampleDir)
+	id, rec := sampleCell(t, run, "done cell", func(rec *sweeps.CellRecord) bool { return rec.Result != nil })
+	zero := int64(0)
+	rec.Memory = &sweeps.MemoryRecord{NotMeasurable: "3 keys were there before the prefill",
+		MemoryUsage: &sweeps.KeyMemory{Keys: 16, MeanBytes: 1_052_720, MinBytes: 1_052_720, MaxBytes: 1_052_720}}
+	rec.Persistence = []sweeps.PersistenceSecond{{Second: 0, Samples: 2, Forks: &zero}, {Second: 1, Samples: 2, Forks: &zero}}
+	rec.Forks, rec.BGSaves, rec.PersistenceNote = &zero, 2, "no fork began in the measured window"
+	for _, r := range parseCSV(t, export(t, run, Options{Format: CSV})) {
+		if r["cell_id"] != id {
+			continue
+		}
+		for col, want := range map[string]string{
+			"bytes_per_key": "", "memory_overhead": "", "memory_not_measurable": "3 keys were there before the prefill",
+			"memory_usage_bytes": "1052720", "forks": "0", "bgsaves": "2", "persistence_note": "no fork began in the measured window",
+		} {
+			if r[col] != want {
+				t.Errorf("%s: %s = %q, want %q", id, col, r[col], want)
+			}
+		}
+	}
+}

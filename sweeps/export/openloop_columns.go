@@ -106,18 +106,17 @@ var pacedCellColumns = concat(
 			return m.MemoryUsage.MeanBytes
 		})),
 
-		col("forks", Int, "persistence: forks begun in the window (sum of its seconds'); empty where the server does not count them", persistence(func(ps []sweeps.PersistenceSecond) any {
-			var n int64
-			seen := false
-			for _, s := range ps {
-				if s.Forks != nil {
-					n, seen = n+*s.Forks, true
-				}
+		col("forks", Int, "persistence: forks begun in the window (sum of its seconds'); 0 when none began; empty where the server does not count them", persistence(func(ps []sweeps.PersistenceSecond) any {
+			if n := sweeps.ForksIn(ps); n != nil {
+				return *n
 			}
-			if !seen {
-				return nil
-			}
-			return n
+			return nil
+		})),
+		col("bgsaves", Int, "persistence: BGSAVEs the runner asked for while the bench ran (server.bgsave-every, or persistence rdb); empty when it asked for none", done(func(r *row) any {
+			return positive(r.rec.BGSaves)
+		})),
+		col("persistence_note", String, "persistence: why a cell that persists began no fork in its window (then forks is 0), or a BGSAVE that failed", done(func(r *row) any {
+			return str(r.rec.PersistenceNote)
 		})),
 		col("latest_fork_ms", Float, "persistence: the longest latest_fork_usec the window's reads saw, ms", persistence(func(ps []sweeps.PersistenceSecond) any {
 			var most int64
@@ -252,11 +251,10 @@ func probeAdded(get func(p *lab.ProbeResult) float64) func(r *row) any {
 
 func memory(get func(m *sweeps.MemoryRecord) any) func(r *row) any {
 	return done(func(r *row) any {
-		m := r.rec.Memory
-		if m == nil || m.BytesPerKey <= 0 {
+		if r.rec.Memory == nil {
 			return nil
 		}
-		return get(m)
+		return get(r.rec.Memory)
 	})
 }
 

@@ -70,6 +70,59 @@ workload:
 	}
 }
 
+// persistence: rdb in a short cell (issue 25: 0 forks in every cell of a
+// campaign, the save schedule never firing within a minute): the runner
+// forces BGSAVE inside the window, so the cell forks at least once and
+// its record says how many, with the fork's duration; bgsave-every sets
+// the schedule, also without rdb.
+func TestRealRDBForksInAShortCell(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ which, server string }{
+		{"redis", "{persistence: rdb, maxmemory: 256mb}"},
+		{"valkey@9.1", "{persistence: rdb, maxmemory: 256mb}"},
+		{"redis", "{bgsave-every: 700ms, maxmemory: 256mb}"},
+	} {
+		t.Run(tc.which+" "+tc.server, func(t *testing.T) {
+			src := `name: rdb
+server: ` + tc.server + `
+versions:
+  - ` + versionLine(t, tc.which) + `
+workload:
+  ratio: GET
+  value-size: 1MiB
+  connections: 2
+  threads: 1
+  keyspace: 8
+  prefill: true
+  rate: 50
+  duration: 2s
+`
+			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, Bencher{})
+			rec := run.Sorted()[0]
+			var forks int64
+			latest := int64(0)
+			for _, s := range rec.Persistence {
+				if s.Forks != nil {
+					forks += *s.Forks
+				}
+				latest = max(latest, s.LatestForkUsec)
+			}
+			if forks < 1 || rec.Forks == nil || *rec.Forks != forks || rec.BGSaves < 1 || latest <= 0 {
+				got := "nil"
+				if rec.Forks != nil {
+					got = strconv.FormatInt(*rec.Forks, 10)
+				}
+				t.Fatalf("%s: %d forks in the window's seconds, forks %s, %d BGSAVEs asked, latest fork %d µs; want at least one fork in the window, counted: %+v",
+					rec.CellID, forks, got, rec.BGSaves, latest, rec.Persistence)
+			}
+			if rec.PersistenceNote != "" {
+				t.Errorf("%s: a note %q on a cell that forked", rec.CellID, rec.PersistenceNote)
+			}
+			t.Logf("%s: %d forks, %d BGSAVEs, latest fork %d µs", rec.CellID, forks, rec.BGSaves, latest)
+		})
+	}
+}
+
 // A real prefill of 32 keys of 1 MiB at 2 and at 8 connections (issue
 // 25): what a key costs is measured with the bench's connections closed,
 // so their buffers are not counted, and it agrees with MEMORY USAGE of a

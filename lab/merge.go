@@ -104,6 +104,8 @@ func Merge(w Workload, parts []Part) (*Result, error) {
 	}
 	out.Client = mergeClients(parts, out)
 	out.Cluster = mergeCluster(parts)
+	// Each part's note is kept above; the merged window judges again.
+	out.EdgeBias = EdgeBiasOf(out)
 	return out, nil
 }
 

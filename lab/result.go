@@ -49,6 +49,9 @@ type Result struct {
 	Client    ClientUsage `json:"client"`
 	Stop      Stop        `json:"stop"`
 	Notes     []string    `json:"notes,omitempty"` // e.g. "client-limited: worker 3 at 98% CPU"
+	// EdgeBias lists the ops whose requests were too long for the window
+	// (edgebias.go): their figures count warmup requests; absent when none.
+	EdgeBias []EdgeBias `json:"edge_bias,omitempty"`
 
 	// Open loop and the probe (issue 13; openloop_result.go): absent
 	// unless the run paced something.

@@ -53,3 +53,25 @@ func shapedCells(c *Campaign) []reportShaped {
 	}
 	return out
 }
+
+// reportEdge is one op of a cell whose requests were too long for its
+// window (lab.EdgeBiasOf), with the note the record carries.
+type reportEdge struct {
+	CellID, Note string
+}
+
+// edgeBiasedCells lists the run's cells whose p99 or max latency passed
+// a tenth of the window, judged again from each record's latencies and
+// window, so records written before the record kept it are listed too.
+func edgeBiasedCells(c *Campaign) []reportEdge {
+	var out []reportEdge
+	for _, r := range c.Run.Sorted() {
+		if r.Result == nil {
+			continue
+		}
+		for _, e := range lab.EdgeBiasOf(r.Result) {
+			out = append(out, reportEdge{CellID: r.CellID, Note: e.Note()})
+		}
+	}
+	return out
+}

@@ -80,6 +80,7 @@ type reportData struct {
 	Rebuild, Rerun                    []string
 	Drifted                           []reportDrift
 	Shaped                            []reportShaped
+	EdgeBiased                        []reportEdge
 	Bench                             []reportCommand
 }
 
@@ -195,6 +196,7 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 		}
 	}
 	d.Shaped = shapedCells(c)
+	d.EdgeBiased = edgeBiasedCells(c)
 	d.Rebuild, d.Rerun, d.Bench = reproduce(c)
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"join": strings.Join,

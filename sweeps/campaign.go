@@ -81,6 +81,11 @@ type ServerSettings struct {
 	// Persistence is infra's setting (none, rdb, aof-everysec,
 	// aof-always); "" leaves the launcher's none, as the study ran.
 	Persistence string `json:"persistence,omitempty"`
+	// BGSaveEvery makes the runner ask for an RDB snapshot (BGSAVE) this
+	// often while a cell runs, from the measured window's start, so a
+	// short cell forks whatever the server's own save schedule; with
+	// persistence rdb and no value, once in the middle of the window.
+	BGSaveEvery lab.Duration `json:"bgsave_every,omitempty"`
 	// TLS serves TLS only, with certificates made for the run.
 	TLS  bool     `json:"tls,omitempty"`
 	Args []string `json:"args,omitempty"` // more server arguments, e.g. --save ""
@@ -98,6 +103,10 @@ type ServerSettings struct {
 // MaxClusterNodes bounds server.cluster: the nodes share one server
 // host, each pinned to CPUs of its own.
 const MaxClusterNodes = 16
+
+// MinBGSaveEvery bounds server.bgsave-every from below: a snapshot asked
+// for more often would only find the last one still running.
+const MinBGSaveEvery = 100 * time.Millisecond
 
 // VersionSpec is one server version: exactly one of Store, Binary, Image.
 type VersionSpec struct {

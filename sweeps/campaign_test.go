@@ -86,6 +86,8 @@ func TestCampaignErrors(t *testing.T) {
 		{"duration above bound", strings.Replace(goodSpec, "duration: 2s", "duration: 25h", 1), "t.yaml:10:13: workload.duration: 25h0m0s: use more than 0s and at most 24h"},
 		{"server start above bound", goodSpec + "estimate: {server-start: 2000000h}\n", "t.yaml:11:26: estimate.server-start: \"2000000h\""},
 		{"prefill rate below 1MB", goodSpec + "estimate: {prefill-rate: 1B}\n", "t.yaml:11:26: estimate.prefill-rate: \"1B\""},
+		{"bgsave-every too often", "server: {bgsave-every: 10ms}\n" + goodSpec, "t.yaml:1:24: server.bgsave-every: \"10ms\": use a duration from 100ms to 24h0m0s"},
+		{"bgsave-every a word", "server: {bgsave-every: often}\n" + goodSpec, "t.yaml:1:24: server.bgsave-every: \"often\""},
 		{"clients zero", "clients: 0\n" + goodSpec, "t.yaml:1:10: clients: 0 is outside 1-16"},
 		{"clients past the bound", "clients: 1000\n" + goodSpec, "t.yaml:1:10: clients: 1000 is outside 1-16"},
 		{"clients as text", "clients: two\n" + goodSpec, "t.yaml:1:10: clients: want a whole number"},

@@ -55,6 +55,9 @@ func WritePlan(out io.Writer, p *Plan) error {
 		fmt.Fprintf(&b, "link calibration first: %s (1 flow and %d flows, GET and SET, %s each)\n",
 			e.Calibration.Round(time.Second), p.Campaign.CalibrationConnections(), p.Campaign.Calibrate.Duration)
 	}
+	for _, w := range p.EdgeWarnings() {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }

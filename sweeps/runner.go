@@ -396,6 +396,8 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 
 	// The server's memory before the bench, and its forks while it runs.
 	iw := watchInfo(ctx, srv, persists(pv.Spec.Server))
+	// A short cell forks only if asked: persistence rdb or bgsave-every.
+	bg := startBGSaves(ctx, srv, bgsaveEvery(pv.Spec.Server, w))
 	var before, after *hostmetrics.Snapshot
 	hs, remote := srv.(HostSampler)
 	sampling := r.Sampler != nil || remote
@@ -427,6 +429,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 				iw.prefilled()
 			}
 		case lab.PhaseMeasure:
+			bg.windowOpened()
 			before = snap()
 		case lab.PhaseDrain:
 			after = snap()
@@ -458,6 +461,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	}
 	nics := r.startNICs(cellCtx, every(r.SampleEvery))
 	res, err := r.bench(cellCtx, w, mark, rec)
+	asked, bgErrs := bg.finish()
 	rec.NIC = nics.finish(ctx, r, res)
 	close(sampleStop)
 	<-sampleDone
@@ -480,6 +484,10 @@ func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv Runnin
 	}
 	if iw != nil {
 		iw.finish(rec, res, w)
+		if persists(pv.Spec.Server) {
+			rec.BGSaves = asked
+			rec.Forks, rec.PersistenceNote = forkSummary(rec.Persistence, asked, bgErrs)
+		}
 	}
 	rec.Result = res
 

@@ -2,6 +2,7 @@ package sweeps
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -45,21 +46,74 @@ type MemorySample struct {
 
 // MemoryRecord is a cell's memory: before the bench (after FLUSHALL),
 // after the prefill (as the warmup begins, when the bencher marks it and
-// the cell prefilled) and after the cell, and what each key cost.
+// the cell prefilled; the bench's connections are open then, so their
+// buffers are in it) and after the cell (settled: the bench's
+// connections closed and nothing left to free), and what each key cost.
 type MemoryRecord struct {
 	BeforePrefill *MemorySample `json:"before_prefill,omitempty"`
 	AfterPrefill  *MemorySample `json:"after_prefill,omitempty"`
 	AfterCell     *MemorySample `json:"after_cell,omitempty"`
 	// BytesPerKey is Δused_memory / Δkeys from before the prefill to after
-	// it, or, without an after-prefill sample, to after the cell
-	// (BytesPerKeyFrom says which); absent when no key was added.
+	// the cell, both settled (BytesPerKeyFrom "cell"; records written
+	// before the bench's buffers were kept out of it may say "prefill");
+	// absent when not measurable, and then NotMeasurable says why.
 	BytesPerKey     float64 `json:"bytes_per_key,omitempty"`
-	BytesPerKeyFrom string  `json:"bytes_per_key_from,omitempty"` // prefill or cell
+	BytesPerKeyFrom string  `json:"bytes_per_key_from,omitempty"`
 	// Overhead is BytesPerKey over the value size, minus 1: what the
 	// server spends beyond the value itself (key, object headers, the
 	// allocator's size class, the dict).
 	Overhead float64 `json:"overhead,omitempty"`
+	// NotMeasurable is why BytesPerKey is absent: keys already there
+	// before the prefill, no key added, used_memory that did not grow,
+	// a server that did not settle, INFO that could not be read.
+	NotMeasurable string `json:"not_measurable,omitempty"`
+	// MemoryUsage is MEMORY USAGE of a sample of the keys after the cell:
+	// the server's own count per key, beside BytesPerKey; absent when the
+	// server could not be asked.
+	MemoryUsage *KeyMemory `json:"memory_usage,omitempty"`
 }
+
+// KeyMemory is MEMORY USAGE (SAMPLES 0) of a sample of a server's keys.
+type KeyMemory struct {
+	Keys      int     `json:"keys"`
+	MeanBytes float64 `json:"mean_bytes"`
+	MinBytes  int64   `json:"min_bytes"`
+	MaxBytes  int64   `json:"max_bytes"`
+}
+
+// KeySampler is an InfoSampler that can also say what a sample of the
+// server's keys cost by its own count (MEMORY USAGE), outside the load.
+type KeySampler interface {
+	KeyMemory(ctx context.Context, keys int) (KeyMemory, error)
+}
+
+// Snapshotter is a RunningServer the runner can ask for an RDB snapshot
+// now (BGSAVE), outside the load: how a cell with bgsave-every forks the
+// server inside its window.
+type Snapshotter interface {
+	BGSave(ctx context.Context) error
+}
+
+// KeyMemoryOf sums the MEMORY USAGE figures of a sample.
+func KeyMemoryOf(usage []int64) KeyMemory {
+	var k KeyMemory
+	var sum float64
+	for i, u := range usage {
+		if i == 0 || u < k.MinBytes {
+			k.MinBytes = u
+		}
+		k.MaxBytes = max(k.MaxBytes, u)
+		sum += float64(u)
+	}
+	k.Keys = len(usage)
+	if k.Keys > 0 {
+		k.MeanBytes = sum / float64(k.Keys)
+	}
+	return k
+}
+
+// keySample is how many keys MEMORY USAGE reads after a cell.
+const keySample = 16
 
 // PersistenceSecond is the server's fork and rewrite activity in one
 // second of the measured window, numbered as the result's series are: a
@@ -124,26 +178,29 @@ func atoi(s string) int64 {
 }
 
 // memoryRecord puts a cell's samples together and works out what a key
-// cost: from before the prefill to after it when the bencher marked its
-// end, else to after the cell.
-func memoryRecord(before, afterPrefill, afterCell *MemorySample, valueSize int64) *MemoryRecord {
+// cost: Δused_memory / Δkeys from before the prefill to after the cell,
+// both taken settled (unsettled says why one was not). Never negative:
+// keys already there before, no key added or used_memory that did not
+// grow leave it absent with the reason.
+func memoryRecord(before, afterPrefill, afterCell *MemorySample, valueSize int64, unsettled string) *MemoryRecord {
 	m := &MemoryRecord{BeforePrefill: before, AfterPrefill: afterPrefill, AfterCell: afterCell}
-	if before == nil {
-		return m
-	}
-	for _, c := range []struct {
-		s    *MemorySample
-		from string
-	}{{afterPrefill, "prefill"}, {afterCell, "cell"}} {
-		if c.s == nil || c.s.Keys <= before.Keys {
-			continue
-		}
-		m.BytesPerKey = float64(c.s.UsedMemory-before.UsedMemory) / float64(c.s.Keys-before.Keys)
-		m.BytesPerKeyFrom = c.from
+	switch {
+	case unsettled != "":
+		m.NotMeasurable = unsettled
+	case before == nil || afterCell == nil:
+		m.NotMeasurable = "INFO memory could not be read before the prefill and after the cell"
+	case before.Keys > 0:
+		m.NotMeasurable = fmt.Sprintf("%d keys were there before the prefill (FLUSHALL left them): the memory before is not an empty server's", before.Keys)
+	case afterCell.Keys <= before.Keys:
+		m.NotMeasurable = "the cell added no key"
+	case afterCell.UsedMemory <= before.UsedMemory:
+		m.NotMeasurable = fmt.Sprintf("used_memory did not grow (%+d bytes for %d keys added)", afterCell.UsedMemory-before.UsedMemory, afterCell.Keys-before.Keys)
+	default:
+		m.BytesPerKey = float64(afterCell.UsedMemory-before.UsedMemory) / float64(afterCell.Keys-before.Keys)
+		m.BytesPerKeyFrom = "cell"
 		if valueSize > 0 {
 			m.Overhead = m.BytesPerKey/float64(valueSize) - 1
 		}
-		break
 	}
 	return m
 }
@@ -212,6 +269,33 @@ const forkEvery = 500 * time.Millisecond
 // and a cell must not wait on it.
 const infoTimeout = 5 * time.Second
 
+// settleEvery and settleTimeout pace and bound the wait for a server to
+// settle before its memory is read for the per-key figure: the bench's
+// connections gone (connected_clients down to the runner's own) and
+// nothing left for the lazy free (lazyfree_pending_objects 0, where the
+// server reports it), so neither their buffers nor a previous cell's
+// keys are counted.
+const (
+	settleEvery   = 50 * time.Millisecond
+	settleTimeout = 10 * time.Second
+)
+
+// settleSections are the INFO sections a settled read takes.
+var settleSections = []string{"memory", "keyspace", "clients"}
+
+// unsettled says why a read of settleSections is not yet of a settled
+// server ("" when it is).
+func unsettled(f map[string]string) string {
+	var why []string
+	if n := atoi(f["connected_clients"]); n > 1 {
+		why = append(why, fmt.Sprintf("%d client connections besides the runner's", n-1))
+	}
+	if n := atoi(f["lazyfree_pending_objects"]); n > 0 {
+		why = append(why, fmt.Sprintf("%d objects waiting to be freed", n))
+	}
+	return strings.Join(why, " and ")
+}
+
 // infoWatch reads one cell's server INFO for the runner: memory before
 // the bench, as the prefill ends and after the cell, and, when the
 // version persists, fork activity every forkEvery while the bench runs.
@@ -223,8 +307,11 @@ type infoWatch struct {
 	samples []InfoSample
 	before  *MemorySample
 	prefill *MemorySample
-	stop    chan struct{}
-	done    chan struct{}
+	// unsettled is why a read for the per-key figure was not of a
+	// settled server; "" when both were.
+	unsettled string
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // watchInfo starts watching srv for a cell (nil when srv cannot read INFO):
@@ -237,7 +324,7 @@ func watchInfo(ctx context.Context, srv RunningServer, forks bool) *infoWatch {
 		return nil
 	}
 	iw := &infoWatch{srv: is, ctx: ctx, stop: make(chan struct{}), done: make(chan struct{})}
-	iw.before = iw.memory()
+	iw.before, iw.unsettled = iw.settled()
 	if !forks {
 		close(iw.done)
 		return iw
@@ -278,6 +365,46 @@ func (iw *infoWatch) memory() *MemorySample {
 	return memorySample(s.Fields)
 }
 
+// settled reads the memory once the server has settled (settleTimeout at
+// most); when it did not, the memory as last read and why.
+func (iw *infoWatch) settled() (*MemorySample, string) {
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		s, err := iw.read(settleSections)
+		if err != nil {
+			return nil, ""
+		}
+		why := unsettled(s.Fields)
+		if why == "" {
+			return memorySample(s.Fields), ""
+		}
+		if time.Now().After(deadline) {
+			return memorySample(s.Fields), fmt.Sprintf("the server had not settled %s after the bench: %s", settleTimeout, why)
+		}
+		select {
+		case <-time.After(settleEvery):
+		case <-iw.ctx.Done():
+			return nil, ""
+		}
+	}
+}
+
+// keyMemory asks a KeySampler what a sample of the keys cost; nil when
+// the server cannot say or has no key.
+func (iw *infoWatch) keyMemory(after *MemorySample) *KeyMemory {
+	ks, ok := iw.srv.(KeySampler)
+	if !ok || after == nil || after.Keys == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(iw.ctx, infoTimeout)
+	defer cancel()
+	k, err := ks.KeyMemory(ctx, keySample)
+	if err != nil || k.Keys == 0 {
+		return nil
+	}
+	return &k
+}
+
 // prefilled reads the memory as the prefill ends (the bencher's warmup
 // mark, before any warmup request is sent).
 func (iw *infoWatch) prefilled() {
@@ -292,11 +419,16 @@ func (iw *infoWatch) prefilled() {
 func (iw *infoWatch) finish(rec *CellRecord, res *lab.Result, w lab.Workload) {
 	close(iw.stop)
 	<-iw.done
-	after := iw.memory()
+	after, why := iw.settled()
+	if why == "" {
+		why = iw.unsettled
+	}
+	keys := iw.keyMemory(after)
 	iw.mu.Lock()
 	defer iw.mu.Unlock()
 	// With a size mix the overhead is over the mix's mean value size.
-	rec.Memory = memoryRecord(iw.before, iw.prefill, after, int64(math.Round(w.ValueSz.Mean())))
+	rec.Memory = memoryRecord(iw.before, iw.prefill, after, int64(math.Round(w.ValueSz.Mean())), why)
+	rec.Memory.MemoryUsage = keys
 	if len(iw.samples) == 0 || res == nil || res.Window.Measured <= 0 {
 		return
 	}
@@ -308,6 +440,151 @@ func (iw *infoWatch) finish(rec *CellRecord, res *lab.Result, w lab.Workload) {
 	rec.Persistence = persistenceSeries(iw.samples, start, secs)
 }
 
-// persists says whether a version keeps anything on disk, so its forks
-// are worth reading.
-func persists(s ServerSettings) bool { return s.Persistence != "" && s.Persistence != "none" }
+// persists says whether a version keeps anything on disk or is asked to
+// snapshot, so its forks are worth reading.
+func persists(s ServerSettings) bool {
+	return (s.Persistence != "" && s.Persistence != "none") || s.BGSaveEvery > 0
+}
+
+// bgsaveEvery is how often the runner asks a cell's server for BGSAVE:
+// server.bgsave-every, else half the window for persistence rdb (one
+// snapshot, in the middle of the window, whose own save schedule would
+// not fire within a short cell), else never.
+func bgsaveEvery(s ServerSettings, w lab.Workload) time.Duration {
+	switch {
+	case s.BGSaveEvery > 0:
+		return s.BGSaveEvery.D()
+	case s.Persistence == "rdb" && w.Duration > 0:
+		return max(w.Duration.D()/2, MinBGSaveEvery)
+	}
+	return 0
+}
+
+// bgsaver asks a server for BGSAVE every `every` while a cell runs,
+// counting from the bench's start, then again from the measured
+// window's start when the bencher marks it (anchor).
+type bgsaver struct {
+	srv    Snapshotter
+	every  time.Duration
+	anchor chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	asked  int
+	errs   []string
+}
+
+// startBGSaves starts asking srv for BGSAVE every `every`; nil when every
+// is 0. A server that cannot snapshot gets a bgsaver that only says so.
+func startBGSaves(ctx context.Context, srv RunningServer, every time.Duration) *bgsaver {
+	if every <= 0 {
+		return nil
+	}
+	b := &bgsaver{every: every, anchor: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	sn, ok := srv.(Snapshotter)
+	if !ok {
+		b.errs = append(b.errs, "the server cannot be asked for BGSAVE")
+		close(b.done)
+		return b
+	}
+	b.srv = sn
+	go b.run(ctx)
+	return b
+}
+
+func (b *bgsaver) run(ctx context.Context) {
+	defer close(b.done)
+	t := time.NewTimer(b.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			bctx, cancel := context.WithTimeout(ctx, infoTimeout)
+			err := b.srv.BGSave(bctx)
+			cancel()
+			b.asked++
+			if err != nil && len(b.errs) < 3 {
+				b.errs = append(b.errs, err.Error())
+			}
+			t.Reset(b.every)
+		case <-b.anchor:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(b.every)
+		case <-b.stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// windowOpened restarts the schedule at the measured window's start.
+func (b *bgsaver) windowOpened() {
+	if b == nil {
+		return
+	}
+	select {
+	case b.anchor <- struct{}{}:
+	default:
+	}
+}
+
+// finish stops asking and returns how many BGSAVEs were asked for and
+// what went wrong.
+func (b *bgsaver) finish() (int, []string) {
+	if b == nil {
+		return 0, nil
+	}
+	if b.srv != nil {
+		close(b.stop)
+	}
+	<-b.done
+	return b.asked, b.errs
+}
+
+// ForksIn is the forks begun in a window's seconds; nil when no second
+// counted them (a server that does not report total_forks, or no read).
+func ForksIn(ps []PersistenceSecond) *int64 {
+	var forks *int64
+	for _, s := range ps {
+		if s.Forks != nil {
+			n := *s.Forks
+			if forks != nil {
+				n += *forks
+			}
+			forks = &n
+		}
+	}
+	return forks
+}
+
+// forkSummary is a cell's forks in its window (nil when no second counted
+// them) and, when a cell that should fork did not, why: a cell that
+// persists and found no fork says so, with the BGSAVEs asked for and
+// their errors.
+func forkSummary(ps []PersistenceSecond, asked int, errs []string) (*int64, string) {
+	forks := ForksIn(ps)
+	if forks == nil || *forks > 0 {
+		if len(errs) > 0 {
+			return forks, "BGSAVE: " + strings.Join(errs, "; ")
+		}
+		return forks, ""
+	}
+	note := "no fork began in the measured window, so it measured no persistence: the server's own save schedule did not fire"
+	switch {
+	case asked == 0 && len(errs) == 0:
+		note += "; set server.bgsave-every shorter than the window to force one"
+	case asked == 0:
+		note += "; " + strings.Join(errs, "; ")
+	default:
+		note += fmt.Sprintf(" and none of the %d BGSAVEs asked for forked inside it", asked)
+		if len(errs) > 0 {
+			note += " (" + strings.Join(errs, "; ") + ")"
+		}
+	}
+	return forks, note
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,29 +22,62 @@ func TestMemorySampleFromInfo(t *testing.T) {
 	}
 }
 
+// What a key cost is Δused_memory / Δkeys from before the prefill to
+// after the cell, both settled; never negative: a before-value taken with
+// keys present (issue 25: -92 bytes a key after a FLUSHALL still freeing),
+// no key added, a Δ that is not positive or an unsettled server is "not
+// measurable" with the reason.
 func TestMemoryRecord(t *testing.T) {
 	const mib = 1 << 20
 	before := &MemorySample{UsedMemory: 900_000}
-	prefilled := &MemorySample{UsedMemory: 900_000 + 64*1_101_005, Keys: 64} // 1.05 MiB a key
+	prefilled := &MemorySample{UsedMemory: 900_000 + 64*1_401_005, Keys: 64} // the bench's buffers in it
 	cell := &MemorySample{UsedMemory: 900_000 + 64*1_153_434, Keys: 64}      // 1.1 MiB
 	for _, tc := range []struct {
 		name                string
 		before, after, cell *MemorySample
+		unsettled           string
 		perKey              float64
-		from                string
+		why                 string
 	}{
-		{"from the prefill", before, prefilled, cell, 1_101_005, "prefill"},
-		{"without a prefill mark", before, nil, cell, 1_153_434, "cell"},
-		{"no key added", before, nil, &MemorySample{UsedMemory: 2_000_000}, 0, ""},
-		{"nothing before", nil, prefilled, cell, 0, ""},
+		{"after the cell, not the prefill", before, prefilled, cell, "", 1_153_434, ""},
+		{"without a prefill mark", before, nil, cell, "", 1_153_434, ""},
+		{"no key added", before, nil, &MemorySample{UsedMemory: 2_000_000}, "", 0, "added no key"},
+		{"nothing before", nil, prefilled, cell, "", 0, "could not be read"},
+		{"keys before", &MemorySample{UsedMemory: 35_300_000, Keys: 3}, nil, cell, "", 0, "3 keys were there before"},
+		{"memory fell", &MemorySample{UsedMemory: 80_000_000}, nil, cell, "", 0, "used_memory did not grow (-5280224 bytes for 64 keys added)"},
+		{"unsettled", before, nil, cell, "2 client connections besides the runner's", 0, "2 client connections"},
 	} {
-		m := memoryRecord(tc.before, tc.after, tc.cell, mib)
-		if math.Abs(m.BytesPerKey-tc.perKey) > 1 || m.BytesPerKeyFrom != tc.from {
-			t.Errorf("%s: %v bytes per key from %q, want %v from %q", tc.name, m.BytesPerKey, m.BytesPerKeyFrom, tc.perKey, tc.from)
+		m := memoryRecord(tc.before, tc.after, tc.cell, mib, tc.unsettled)
+		if math.Abs(m.BytesPerKey-tc.perKey) > 1 || m.BytesPerKey < 0 || (tc.perKey > 0) != (m.BytesPerKeyFrom == "cell") {
+			t.Errorf("%s: %v bytes per key from %q, want %v", tc.name, m.BytesPerKey, m.BytesPerKeyFrom, tc.perKey)
+		}
+		if (tc.why == "") != (m.NotMeasurable == "") || !strings.Contains(m.NotMeasurable, tc.why) {
+			t.Errorf("%s: not measurable %q, want %q", tc.name, m.NotMeasurable, tc.why)
 		}
 		if want := tc.perKey/mib - 1; tc.perKey > 0 && math.Abs(m.Overhead-want) > 1e-9 {
 			t.Errorf("%s: overhead %v, want %v", tc.name, m.Overhead, want)
 		}
+	}
+}
+
+// A settled read has no client but the runner's and nothing left to free.
+func TestUnsettled(t *testing.T) {
+	for _, tc := range []struct {
+		f    map[string]string
+		want string
+	}{
+		{map[string]string{"connected_clients": "1", "lazyfree_pending_objects": "0"}, ""},
+		{map[string]string{"connected_clients": "1"}, ""}, // no lazy free reported
+		{map[string]string{"connected_clients": "9", "lazyfree_pending_objects": "0"}, "8 client connections besides the runner's"},
+		{map[string]string{"connected_clients": "1", "lazyfree_pending_objects": "32"}, "32 objects waiting to be freed"},
+	} {
+		if got := unsettled(tc.f); got != tc.want {
+			t.Errorf("unsettled(%v) = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+	k := KeyMemoryOf([]int64{1_052_700, 1_052_740, 1_052_720})
+	if k.Keys != 3 || k.MinBytes != 1_052_700 || k.MaxBytes != 1_052_740 || k.MeanBytes != 1_052_720 {
+		t.Errorf("KeyMemoryOf: %+v", k)
 	}
 }
 
@@ -194,7 +228,7 @@ func TestRunnerSamplesServerInfo(t *testing.T) {
 				t.Fatalf("cell %+v", rec)
 			}
 			m := rec.Memory
-			if m == nil || m.BeforePrefill == nil || m.AfterPrefill == nil || m.AfterCell == nil || m.BytesPerKeyFrom != "prefill" ||
+			if m == nil || m.BeforePrefill == nil || m.AfterPrefill == nil || m.AfterCell == nil || m.BytesPerKeyFrom != "cell" ||
 				math.Abs(m.BytesPerKey-1.1*(1<<20)) > 1 || math.Abs(m.Overhead-0.1) > 1e-6 {
 				t.Fatalf("memory %+v", m)
 			}
@@ -215,5 +249,57 @@ func TestRunnerSamplesServerInfo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A cell with persistence that began no fork in its window says so
+// (forks: 0 and a note why), never passes as having measured it.
+func TestForkSummary(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name  string
+		ps    []PersistenceSecond
+		asked int
+		errs  []string
+		forks *int64
+		note  string
+	}{
+		{"forked", []PersistenceSecond{{Forks: n(0)}, {Forks: n(1)}}, 1, nil, n(1), ""},
+		{"not counted", []PersistenceSecond{{}}, 0, nil, nil, ""},
+		{"no fork, none asked", []PersistenceSecond{{Forks: n(0)}, {Forks: n(0)}}, 0, nil, n(0), "set server.bgsave-every"},
+		{"no fork, asked", []PersistenceSecond{{Forks: n(0)}}, 2, []string{"BGSAVE on x: ERR busy"}, n(0), "none of the 2 BGSAVEs asked for forked inside it (BGSAVE on x: ERR busy)"},
+		{"no snapshotter", []PersistenceSecond{{Forks: n(0)}}, 0, []string{"the server cannot be asked for BGSAVE"}, n(0), "cannot be asked"},
+		{"forked but a BGSAVE failed", []PersistenceSecond{{Forks: n(2)}}, 3, []string{"timeout"}, n(2), "BGSAVE: timeout"},
+	} {
+		forks, note := forkSummary(tc.ps, tc.asked, tc.errs)
+		if (forks == nil) != (tc.forks == nil) || (forks != nil && *forks != *tc.forks) {
+			t.Errorf("%s: forks %v, want %v", tc.name, forks, tc.forks)
+		}
+		if (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
+			t.Errorf("%s: note %q, want one with %q", tc.name, note, tc.note)
+		}
+	}
+}
+
+// persistence rdb snapshots once in the middle of the window unless
+// bgsave-every says how often; other settings never.
+func TestBGSaveEvery(t *testing.T) {
+	w := lab.Workload{Duration: lab.Duration(4 * time.Second)}
+	for _, tc := range []struct {
+		s    ServerSettings
+		want time.Duration
+	}{
+		{ServerSettings{Persistence: "rdb"}, 2 * time.Second},
+		{ServerSettings{Persistence: "rdb", BGSaveEvery: lab.Duration(time.Second)}, time.Second},
+		{ServerSettings{BGSaveEvery: lab.Duration(700 * time.Millisecond)}, 700 * time.Millisecond},
+		{ServerSettings{Persistence: "aof-everysec"}, 0},
+		{ServerSettings{}, 0},
+	} {
+		if got := bgsaveEvery(tc.s, w); got != tc.want {
+			t.Errorf("%+v: every %s, want %s", tc.s, got, tc.want)
+		}
+		if persists(tc.s) != (tc.want > 0 || tc.s.Persistence == "aof-everysec") {
+			t.Errorf("%+v: persists %v", tc.s, persists(tc.s))
+		}
 	}
 }

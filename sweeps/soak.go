@@ -33,10 +33,14 @@ type SoakRecord struct {
 	Host     *hostmetrics.Window `json:"host,omitempty"`
 	Limit    *hostmetrics.Limit  `json:"limit,omitempty"`
 	Tuning   *TuningVerify       `json:"tuning,omitempty"` // the check before the window
-	// Memory and Persistence are the cell record's (CellRecord): the
-	// server's memory, and its forks per second of the long window.
-	Memory      *MemoryRecord       `json:"memory,omitempty"`
-	Persistence []PersistenceSecond `json:"persistence,omitempty"`
+	// Memory, Persistence and the fork summary are the cell record's
+	// (CellRecord): the server's memory, and its forks per second of the
+	// long window.
+	Memory          *MemoryRecord       `json:"memory,omitempty"`
+	Persistence     []PersistenceSecond `json:"persistence,omitempty"`
+	Forks           *int64              `json:"forks,omitempty"`
+	BGSaves         int                 `json:"bgsaves,omitempty"`
+	PersistenceNote string              `json:"persistence_note,omitempty"`
 	// Drift judges each op's per-second Gbps series.
 	Drift map[lab.Op]stats.Drift `json:"drift,omitempty"`
 	// Original is the campaign cell's Gbps per op, for "the short run held".
@@ -153,6 +157,7 @@ func (s *Soak) Run(ctx context.Context) (*SoakRecord, error) {
 	rec.Ended = time.Now().UTC()
 	rec.Status, rec.Reason, rec.Result, rec.Host, rec.Limit, rec.Tuning = cr.Status, cr.Reason, cr.Result, cr.Host, cr.Limit, cr.Tuning
 	rec.Memory, rec.Persistence = cr.Memory, cr.Persistence
+	rec.Forks, rec.BGSaves, rec.PersistenceNote = cr.Forks, cr.BGSaves, cr.PersistenceNote
 	rec.Clients, rec.NIC = cr.Clients, cr.NIC
 	rec.Drift, rec.Held = SoakDrift(cr.Result, s.Drift)
 	name := strings.TrimSuffix(CellFileName(s.CellID), ".json") + "-" + rec.Started.Format("20060102T150405Z")

@@ -80,6 +80,16 @@ type CellRecord struct {
 	// Persistence is the server's fork and rewrite activity per second of
 	// the measured window; absent when the version's persistence is none.
 	Persistence []PersistenceSecond `json:"persistence,omitempty"`
+	// Forks is how many forks began in the measured window (the sum of
+	// Persistence's seconds), a measured 0 included; absent when the
+	// server's forks were not read or not counted.
+	Forks *int64 `json:"forks,omitempty"`
+	// BGSaves is how many snapshots the runner asked for (BGSAVE) while
+	// the bench ran: server.bgsave-every, or persistence rdb.
+	BGSaves int `json:"bgsaves,omitempty"`
+	// PersistenceNote says why a cell that should have forked did not
+	// (no fork in the window, a BGSAVE refused); empty otherwise.
+	PersistenceNote string `json:"persistence_note,omitempty"`
 	// Clients holds each client host's own record when the load came
 	// from several (clients: N); Result is their merge.
 	Clients []ClientRecord `json:"clients,omitempty"`

@@ -30,6 +30,16 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 			}
 		},
 		"tls": func(n *yaml.Node, p string) { d.boolean(n, p, &out.TLS) },
+		"bgsave-every": func(n *yaml.Node, p string) {
+			if s, ok := d.scalar(n, p, "a duration such as 2s"); ok {
+				var v lab.Duration
+				if err := v.Set(s); err != nil || v.D() < MinBGSaveEvery || v.D() > lab.MaxDuration {
+					d.fail(n, p, "%q: use a duration from %s to %s, such as 2s", s, MinBGSaveEvery, lab.MaxDuration)
+					return
+				}
+				out.BGSaveEvery = v
+			}
+		},
 		"cluster": func(n *yaml.Node, p string) {
 			var v int64
 			if d.integer(n, p, 1, MaxClusterNodes, &v) {

@@ -75,6 +75,7 @@ func runBench(ctx context.Context, args []string) int {
 	fs.StringVar(&b.JSON, "json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
 	quiet := fs.Bool("quiet", false, "no per-second progress lines")
 	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
+	linger := fs.Duration("metrics-linger", metrics.DefaultLinger, metricsLingerHelp)
 	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
 	fs.StringVar(&b.Ceiling, "ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
 	fs.Var(&b.Percentiles, "percentiles", "latency percentiles to print and to keep in the record's summaries (p95 is always kept): "+lab.PercentilesForms)
@@ -100,6 +101,9 @@ func runBench(ctx context.Context, args []string) int {
 	if err == nil {
 		err = b.Check(time.Now())
 	}
+	if err == nil {
+		err = metrics.CheckLinger(*linger)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
 		return lab.ExitUsage
@@ -111,7 +115,7 @@ func runBench(ctx context.Context, args []string) int {
 	}
 	var toMetrics, toLines func(*lab.Live)
 	if msrv != nil {
-		defer msrv.Close()
+		defer lingerMetrics(ctx, "bench", msrv, *linger)
 		toMetrics = live.Update
 	}
 	if *liveJSON {

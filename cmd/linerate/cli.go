@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -121,6 +122,20 @@ func is[E error](err error) bool {
 }
 
 const metricsListenHelp = "serve live OpenMetrics at http://ADDR/metrics while it runs, e.g. 127.0.0.1:9100 (off unless given; only on ADDR)"
+
+const metricsLingerHelp = "with --metrics-listen: keep serving the final totals this long after the end, so the scrape after it reads them (0: close at once; Ctrl-C ends the wait)"
+
+// lingerMetrics keeps s serving the run's final totals for d (said on
+// stderr, unless the run was stopped), then closes it.
+func lingerMetrics(ctx context.Context, who string, s *metrics.Server, d time.Duration) {
+	if s == nil {
+		return
+	}
+	if d > 0 && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "linerate %s: metrics stay at %s for %s, for the scrape after the end (--metrics-linger; Ctrl-C ends the wait)\n", who, s.URL(), d)
+	}
+	_ = s.CloseAfter(ctx, d)
+}
 
 // startMetrics serves cs on addr when it is set. It returns nil and exit
 // code 0 when addr is empty, and nil and 2 (printed) for an address that

@@ -53,7 +53,7 @@ func runLink(ctx context.Context, args []string) int {
 	if code := r.startMetrics(c); code != 0 {
 		return code
 	}
-	defer r.metrics.Close()
+	defer r.closeMetrics(ctx, c)
 	dir := session.RunDir(*out, camp.Name)
 	s, code := r.open(ctx, c, camp, dir, session.Work{What: "the link calibration", Need: sweeps.CalibrationNeed(camp.Calibrate, k)})
 	if s == nil {

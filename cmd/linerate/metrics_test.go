@@ -116,7 +116,7 @@ func TestPrometheusScrapesTheBenchRate(t *testing.T) {
 	const rate = 400
 	cmd := exec.Command(labtest.Binary(t), "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
 		"-s", "256KiB", "-n", "16", "--prefill", "--rate", strconv.Itoa(rate), "--warmup", "2s", "-d", "14s",
-		"--metrics-listen", maddr, "--json", out)
+		"--metrics-listen", maddr, "--metrics-linger", "0", "--json", out)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v: %s", err, b)
@@ -215,7 +215,7 @@ func TestSweepRunServesLiveMetrics(t *testing.T) {
 	dir := t.TempDir()
 	camp := redisCampaign(t, dir, "m", "1s", "6s")
 	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
-	bg := startBackground(t, "sweep", "run", camp, "--out", filepath.Join(dir, "run"), "--metrics-listen", maddr)
+	bg := startBackground(t, "sweep", "run", camp, "--out", filepath.Join(dir, "run"), "--metrics-listen", maddr, "--metrics-linger", "0")
 	body := scrapeUntil(t, "http://"+maddr+"/metrics", bg.done,
 		`linerate_cell_info{cell="r/GET/256KiB/r1",version="redis-`,
 		`linerate_payload_bytes_total{cell="r/GET/256KiB/r1",op="GET",phase="measure"}`,
@@ -240,7 +240,7 @@ func TestSoakServesLiveMetrics(t *testing.T) {
 	}
 	const cell = "r/GET/256KiB/r1"
 	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
-	bg := startBackground(t, "soak", run, "--cell", cell, "--duration", "10s", "--metrics-listen", maddr)
+	bg := startBackground(t, "soak", run, "--cell", cell, "--duration", "10s", "--metrics-listen", maddr, "--metrics-linger", "0")
 	done := bg.done
 	url := "http://" + maddr + "/metrics"
 	payload := `linerate_payload_bytes_total{cell="` + cell + `",op="GET",phase="measure"} `
@@ -388,5 +388,78 @@ func agentLines(t *testing.T, stdout io.Reader) func() map[string]any {
 			t.Fatalf("agent said %q: %v", lines.Text(), err)
 		}
 		return m
+	}
+}
+
+// The endpoint outlives the run (issue 25): bench publishes its final
+// totals, says so, and keeps serving them for --metrics-linger, so a
+// scrape after the end reads the record's totals exactly (a scraper that
+// last came a second before the end would otherwise miss that second for
+// good). Ctrl-C ends the wait; the exit code stays the run's.
+func TestBenchMetricsOutliveTheRun(t *testing.T) {
+	t.Parallel()
+	srv := labtest.StartRedis(t)
+	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
+	out := filepath.Join(t.TempDir(), "r.json")
+	cmd := exec.Command(labtest.Binary(t), "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
+		"-s", "64KiB", "-n", "8", "--prefill", "--rate", "100", "-d", "1s",
+		"--metrics-listen", maddr, "--metrics-linger", "10m", "--json", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var said strings.Builder
+	go func() {
+		defer close(exited)
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	lines := bufio.NewScanner(stderr)
+	lingering := false
+	for !lingering && lines.Scan() {
+		said.WriteString(lines.Text() + "\n")
+		lingering = strings.Contains(lines.Text(), "metrics stay at http://"+maddr+"/metrics for 10m0s")
+	}
+	if !lingering {
+		<-exited
+		t.Fatalf("bench ended without keeping its metrics up (exit %d):\n%s", cmd.ProcessState.ExitCode(), said.String())
+	}
+	// The record is written before the wait begins.
+	res, err := lab.ReadResult(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := res.Ops[lab.OpGet]
+	if get == nil || get.Ops == 0 {
+		t.Fatalf("no GETs measured: %+v", res.Ops)
+	}
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape after the end: %v", err)
+	}
+	body := new(strings.Builder)
+	_, _ = io.Copy(body, resp.Body)
+	resp.Body.Close()
+	payload := metricValue(body.String(), `linerate_payload_bytes_total{cell="",op="GET",phase="measure"} `)
+	ok := metricValue(body.String(), `linerate_requests_total{cell="",op="GET",phase="measure",status="ok"} `)
+	if payload != float64(get.PayloadBytes) || ok != float64(get.Ops) {
+		t.Errorf("scraped after the end: %.0f payload bytes, %.0f requests; the record: %d, %d\n%s",
+			payload, ok, get.PayloadBytes, get.Ops, body)
+	}
+	if !strings.Contains(body.String(), `linerate_run_phase{cell="",phase="measure"} 0`) {
+		t.Errorf("the run is over but a phase is still current:\n%s", body)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("bench went on waiting after Ctrl-C")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d after Ctrl-C ended the wait, want the run's 0:\n%s", code, said.String())
 	}
 }

@@ -40,7 +40,7 @@ func runSweep(ctx context.Context, args []string) int {
 		if code := r.startMetrics(c); code != 0 {
 			return code
 		}
-		defer r.metrics.Close()
+		defer r.closeMetrics(ctx, c)
 	}
 	camp, err := session.Default().Load(c.Arg(1))
 	if err != nil {
@@ -97,7 +97,7 @@ func runSoak(ctx context.Context, args []string) int {
 	if code := r.startMetrics(c); code != 0 {
 		return code
 	}
-	defer r.metrics.Close()
+	defer r.closeMetrics(ctx, c)
 	r.metrics.SetCell(so.Cell)
 	s, code := r.open(ctx, c, camp, c.Arg(0), session.Work{What: "the soak", Need: so.Duration})
 	if s == nil {
@@ -122,12 +122,14 @@ type remoteFlags struct {
 	metricsAddr, sshFrom string
 	yes                  bool
 	metrics              *metrics.Run
+	metricsLinger        time.Duration
 }
 
 func bindRemoteFlags(c *cli, profilesHelp, runOnly string) *remoteFlags {
 	f := &remoteFlags{}
 	c.StringVar(&f.opt.Profiles, "profiles", "tuning/profiles", profilesHelp)
 	c.StringVar(&f.metricsAddr, "metrics-listen", "", runOnly+metricsListenHelp)
+	c.DurationVar(&f.metricsLinger, "metrics-linger", metrics.DefaultLinger, runOnly+metricsLingerHelp)
 	c.StringVar(&f.opt.AWS.Profile, "aws-profile", "", "aws provider: "+profileHelp+" (a campaign file never holds them)")
 	c.BoolVar(&f.opt.KeysFromEnv, "access-keys-from-env", false, "aws provider: "+keysEnvHelp)
 	c.StringVar(&f.opt.AWS.Region, "region", "", "aws provider: region (default the campaign's provider.region)")
@@ -145,12 +147,23 @@ func bindRemoteFlags(c *cli, profilesHelp, runOnly string) *remoteFlags {
 // startMetrics serves the run's metrics when --metrics-listen is given;
 // code is non-zero, printed, when it cannot.
 func (f *remoteFlags) startMetrics(c *cli) (code int) {
+	if err := metrics.CheckLinger(f.metricsLinger); err != nil {
+		return c.bad("%v", err)
+	}
 	m := metrics.NewRun()
 	if m.Server, code = startMetrics(c.who, f.metricsAddr, m.Collectors()...); m.Server != nil {
 		f.metrics = m
 		f.opt.Live, f.opt.Servers = m.Hooks()
 	}
 	return code
+}
+
+// closeMetrics keeps the run's metrics up for --metrics-linger, then
+// closes them.
+func (f *remoteFlags) closeMetrics(ctx context.Context, c *cli) {
+	if f.metrics != nil {
+		lingerMetrics(ctx, c.who, f.metrics.Server, f.metricsLinger)
+	}
 }
 
 // open opens the campaign's session for work in dir; nil and the exit

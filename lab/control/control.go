@@ -8,6 +8,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/linerate/linerate/lab"
@@ -109,6 +111,51 @@ func (c *Conn) FlushAll(ctx context.Context) error {
 		defer cancel()
 	}
 	_, err := c.c.Text(ctx, "FLUSHALL")
+	return err
+}
+
+// SampleKeys is up to n keys of the current database, as SCAN gives them
+// (deterministic for a given keyspace, no key twice).
+func (c *Conn) SampleKeys(ctx context.Context, n int) ([]string, error) {
+	var keys []string
+	seen := map[string]bool{}
+	cursor := "0"
+	for len(keys) < n {
+		v, err := c.c.Do(ctx, "SCAN", cursor, "COUNT", strconv.Itoa(n))
+		if err != nil {
+			return nil, err
+		}
+		if v.Kind != resp.Array || len(v.Elems) != 2 || v.Elems[1].Kind != resp.Array {
+			return nil, fmt.Errorf("SCAN on %s: %w: not a cursor and a list of keys", c.c.Addr, resp.ErrUnexpectedType)
+		}
+		for _, k := range v.Elems[1].Elems {
+			if len(keys) < n && !seen[k.Str] {
+				seen[k.Str] = true
+				keys = append(keys, k.Str)
+			}
+		}
+		if cursor = v.Elems[0].Str; cursor == "0" {
+			break
+		}
+	}
+	return keys, nil
+}
+
+// MemoryUsage is MEMORY USAGE key SAMPLES 0: the bytes the server counts
+// for the key and its value, every element of it.
+func (c *Conn) MemoryUsage(ctx context.Context, key string) (int64, error) {
+	return c.c.Integer(ctx, "MEMORY", "USAGE", key, "SAMPLES", "0")
+}
+
+// BGSave starts an RDB snapshot in the background (BGSAVE SCHEDULE: one
+// that an AOF rewrite under way holds back starts after it). A snapshot
+// already running is not an error: it is the one asked for.
+func (c *Conn) BGSave(ctx context.Context) error {
+	_, err := c.c.Text(ctx, "BGSAVE", "SCHEDULE")
+	var se *resp.ServerError
+	if errors.As(err, &se) && strings.Contains(strings.ToLower(se.Msg), "already in progress") {
+		return nil
+	}
 	return err
 }
 

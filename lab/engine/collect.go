@@ -167,6 +167,8 @@ func (e *engine) collect(res *lab.Result) {
 		totalPayload += or.PayloadBytes
 	}
 
+	res.MarkEdgeBias()
+
 	for pi, ph := range phaseOrder {
 		pt := &lab.PhaseTotals{Ops: map[lab.Op]uint64{}}
 		any := false

@@ -9,7 +9,8 @@ import (
 
 // An MGET run's summary names the command and its keys per request (an op
 // is a request of that many keys) and prints the MGET row; a GET run's
-// names neither.
+// names neither. An MGET run has no GET:SET mix, so its header carries no
+// -r (which read "-r 100:0" before).
 func TestSummaryOfAnMGetRun(t *testing.T) {
 	lat := lab.LatencySummary{Count: 100, P50: 900, P99: 3200}
 	for _, tc := range []struct {
@@ -17,7 +18,8 @@ func TestSummaryOfAnMGetRun(t *testing.T) {
 		op        lab.Op
 		want, not string
 	}{
-		{lab.CommandMGet, lab.OpMGet, "--command mget --keys-per-op 10", ""},
+		{lab.CommandMGet, lab.OpMGet, "--command mget --keys-per-op 10", "-r "},
+		{lab.CommandMSet, lab.OpMSet, "--command mset --keys-per-op 10", "-r "},
 		{"", lab.OpGet, "-r 100:0", "--command"},
 	} {
 		r := &lab.Result{Workload: lab.Workload{Command: tc.cmd}.Resolve(),

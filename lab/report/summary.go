@@ -36,8 +36,12 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 	if s, one := w.ValueSz.Single(); one {
 		size = fmt.Sprintf("%d (%s)", int64(s), s)
 	}
-	fmt.Fprintf(out, "workload  -s %s  -r %s  -c %d  -P %d  -t %d  -n %d  --key-size %d  verify %s",
-		size, w.Ratio, w.Connections, w.Pipeline, w.Threads, w.Keyspace, w.KeySize, w.Verify)
+	fmt.Fprintf(out, "workload  -s %s", size)
+	if !w.Command.Multi() { // MGET and MSET have no GET:SET mix
+		fmt.Fprintf(out, "  -r %s", w.Ratio)
+	}
+	fmt.Fprintf(out, "  -c %d  -P %d  -t %d  -n %d  --key-size %d  verify %s",
+		w.Connections, w.Pipeline, w.Threads, w.Keyspace, w.KeySize, w.Verify)
 	if len(w.CPUList) > 0 {
 		fmt.Fprintf(out, "  --cpu-list %s", w.CPUList)
 	}

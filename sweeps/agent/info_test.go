@@ -55,4 +55,20 @@ func TestRemoteServerSamplesInfo(t *testing.T) {
 	if _, err := is.SampleInfo(ctx, "memory; FLUSHALL"); err == nil {
 		t.Error("the agent read an INFO section that is no section name")
 	}
+	// MEMORY USAGE and BGSAVE go through the agent too: an empty server
+	// has no key to sample, and a BGSAVE forks once (the fork is made
+	// before BGSAVE answers).
+	if k, err := srv.(sweeps.KeySampler).KeyMemory(ctx, 16); err != nil || k.Keys != 0 {
+		t.Errorf("MEMORY USAGE of an empty server through the agent: %+v, %v", k, err)
+	}
+	if err := srv.(sweeps.Snapshotter).BGSave(ctx); err != nil {
+		t.Fatalf("BGSAVE through the agent: %v", err)
+	}
+	after, err := is.SampleInfo(ctx, "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, a := s.Fields["total_forks"], after.Fields["total_forks"]; a == b {
+		t.Errorf("total_forks %s before BGSAVE and %s after: no fork", b, a)
+	}
 }

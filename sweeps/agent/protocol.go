@@ -16,6 +16,8 @@ const (
 	opFlushAll   = "flushall"
 	opSnapshot   = "snapshot"
 	opInfo       = "info"
+	opKeyMemory  = "key-memory"
+	opBGSave     = "bgsave"
 	opStop       = "stop"
 	opTuneApply  = "tune-apply"
 	opTuneVerify = "tune-verify"
@@ -40,6 +42,8 @@ type agentRequest struct {
 	Server int `json:"server,omitempty"`
 	// info: the INFO sections to read
 	Sections []string `json:"sections,omitempty"`
+	// key-memory: how many keys to sample
+	Keys int `json:"keys,omitempty"`
 	// tune-apply: the profile file's text, the host's data address, the
 	// part of the host to tune (tuning.Scope; "" is all of it) and, for
 	// the kernel scope, the machine's network namespace (a path there)
@@ -70,6 +74,8 @@ type agentReply struct {
 	Now time.Time `json:"now,omitzero"`
 	// info: the sections' fields
 	Info map[string]string `json:"info,omitempty"`
+	// key-memory: MEMORY USAGE of the sampled keys
+	KeyMemory *sweeps.KeyMemory `json:"key_memory,omitempty"`
 	// exited: which server ended and how
 	Server int `json:"server,omitempty"`
 	PID    int `json:"pid,omitempty"` // hello: the agent's PID

@@ -155,6 +155,25 @@ func (r *remoteServer) SampleInfo(ctx context.Context, sections ...string) (swee
 	return sweeps.InfoSample{At: rep.Now.Add(-r.shift), Fields: rep.Info}, nil
 }
 
+// KeyMemory implements sweeps.KeySampler: MEMORY USAGE of a sample of
+// the keys, read by the agent on the server's host.
+func (r *remoteServer) KeyMemory(ctx context.Context, n int) (sweeps.KeyMemory, error) {
+	rep, _, err := r.agent.call(ctx, agentRequest{Op: opKeyMemory, Server: r.st.ID, Keys: n}, r.sess)
+	if err != nil {
+		return sweeps.KeyMemory{}, err
+	}
+	if rep.KeyMemory == nil {
+		return sweeps.KeyMemory{}, fmt.Errorf("key-memory: the agent answered without figures")
+	}
+	return *rep.KeyMemory, nil
+}
+
+// BGSave implements sweeps.Snapshotter through the agent.
+func (r *remoteServer) BGSave(ctx context.Context) error {
+	_, _, err := r.agent.call(ctx, agentRequest{Op: opBGSave, Server: r.st.ID}, r.sess)
+	return err
+}
+
 // RemoteTuner applies a tuning profile to both hosts of a pair through
 // their agents, checks both before each cell (sweeps.TuningCheck) and
 // reverts both. A host whose agent was replaced (its connection dropped:

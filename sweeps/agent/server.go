@@ -243,6 +243,29 @@ func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
 			return fail(err)
 		}
 		return agentReply{Info: s.Fields, Now: s.At}
+	case opKeyMemory:
+		srv := a.servers[req.Server]
+		ks, ok := srv.(sweeps.KeySampler)
+		if !ok {
+			return fail(fmt.Errorf("key-memory: no server %d on this host that reads MEMORY USAGE", req.Server))
+		}
+		if req.Keys < 1 || req.Keys > maxKeySample {
+			return fail(fmt.Errorf("key-memory: %d keys; 1 to %d", req.Keys, maxKeySample))
+		}
+		k, err := ks.KeyMemory(ctx, req.Keys)
+		if err != nil {
+			return fail(err)
+		}
+		return agentReply{KeyMemory: &k}
+	case opBGSave:
+		sn, ok := a.servers[req.Server].(sweeps.Snapshotter)
+		if !ok {
+			return fail(fmt.Errorf("bgsave: no server %d on this host that snapshots", req.Server))
+		}
+		if err := sn.BGSave(ctx); err != nil {
+			return fail(err)
+		}
+		return agentReply{}
 	case opSnapshot:
 		pid, nodes := 0, []int(nil)
 		if req.Server != 0 {
@@ -409,8 +432,11 @@ func (a *Agent) cleanup(ctx context.Context) {
 	}
 }
 
-// maxSections bounds an info request: the runner asks for two.
+// maxSections bounds an info request: the runner asks for three at most.
 const maxSections = 8
+
+// maxKeySample bounds a key-memory request: the runner asks for 16.
+const maxKeySample = 1024
 
 var sectionRE = regexp.MustCompile(`^[a-z]{1,32}$`)
 

@@ -2,6 +2,8 @@ package export
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/linerate/linerate/lab"
@@ -47,7 +49,37 @@ type column struct {
 }
 
 func col(name string, k Kind, doc string, get func(r *row) any) column {
+	if k == Float {
+		get = measured(name, get)
+	}
 	return column{Column{name, k, doc}, get}
+}
+
+// sigFigs is how many significant digits a float column other than a
+// latency keeps: as many as a byte count below 10 GB has (a mean value
+// size, bytes per key), more than any rate, ratio or CPU figure of a
+// record is measured to, and fewer than float64's binary noise, which
+// starts at the 16th (17.798000000000002).
+const sigFigs = 10
+
+// measured rounds a float column's value to the precision it was
+// measured at, so it prints as its shortest form: a latency (_ms) to the
+// microsecond, the histograms' unit; anything else to sigFigs
+// significant digits.
+func measured(name string, get func(r *row) any) func(r *row) any {
+	ms := strings.HasSuffix(name, "_ms")
+	return func(r *row) any {
+		v := get(r)
+		f, ok := v.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f == 0 {
+			return v
+		}
+		if ms {
+			return round(f, 1e3)
+		}
+		f, _ = strconv.ParseFloat(strconv.FormatFloat(f, 'g', sigFigs, 64), 64)
+		return f
+	}
 }
 
 // Identity and workload: the same in both exports.
@@ -244,9 +276,9 @@ func stamp(t time.Time) any {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// ms turns microseconds into milliseconds, rounded to the nanosecond so the
-// number prints as short as it is (241.023, not 241.02300000000002).
-func ms(us float64) float64 { return math.Round(us*1000) / 1e6 }
+// ms turns microseconds into milliseconds (col rounds them to the
+// microsecond).
+func ms(us float64) float64 { return us / 1000 }
 
 // busy rounds a CPU fraction to 0.01% of a CPU.
 func busy(f float64) float64 { return round(f, 1e4) }

@@ -450,3 +450,77 @@ func sampleCell(t *testing.T, run *sweeps.Run, what string, ok func(*sweeps.Cell
 	t.Fatalf("the sample has no %s", what)
 	return "", nil
 }
+
+// Floats are printed at the precision they were measured to, in their
+// shortest form: latencies to the microsecond (the histograms' unit),
+// every other figure to ten significant digits, so a sum or a ratio
+// carries no binary noise (no 17.798000000000002) into a spreadsheet.
+func TestFloatsAtThePrecisionMeasured(t *testing.T) {
+	run := readRun(t, sampleDir)
+	id, rec := sampleCell(t, run, "GET cell", func(rec *sweeps.CellRecord) bool {
+		return rec.Result != nil && rec.Result.Ops[lab.OpGet] != nil && len(rec.Result.Ops) == 1
+	})
+	o := rec.Result.Ops[lab.OpGet]
+	o.Gbps = 17.698 + 0.1 // 17.798000000000002
+	o.OpsPerSec = 1000.0 / 3
+	o.Latency.P99 = 17798.000000000004 // µs
+	o.Latency.Mean = 2417.4999
+	rec.Result.Client.CPUSecPerGB = 0.1 + 0.2
+	for _, f := range []Format{CSV, NDJSON} {
+		var rows []map[string]string
+		if f == CSV {
+			rows = parseCSV(t, export(t, run, Options{Format: f}))
+		} else {
+			for _, line := range strings.Split(strings.TrimSpace(string(export(t, run, Options{Format: f}))), "\n") {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatal(err)
+				}
+				r := map[string]string{}
+				for k, v := range m {
+					r[k] = string(v)
+				}
+				rows = append(rows, r)
+			}
+		}
+		for _, r := range rows {
+			if strings.Trim(r["cell_id"], `"`) != id {
+				continue
+			}
+			for col, want := range map[string]string{
+				"gbps": "17.798", "ops_per_sec": "333.3333333", "p99_ms": "17.798",
+				"mean_ms": "2.417", "client_cpu_s_per_gb": "0.3",
+			} {
+				if r[col] != want {
+					t.Errorf("%s %s: %s = %s, want %s", f, id, col, r[col], want)
+				}
+			}
+		}
+	}
+}
+
+// A cell whose memory per key was not measurable exports the reason and
+// empty per-key figures, never 0; one that persisted without a fork
+// exports forks 0, the BGSAVEs asked for and the note.
+func TestMemoryAndForkColumns(t *testing.T) {
+	run := readRun(t, sampleDir)
+	id, rec := sampleCell(t, run, "done cell", func(rec *sweeps.CellRecord) bool { return rec.Result != nil })
+	zero := int64(0)
+	rec.Memory = &sweeps.MemoryRecord{NotMeasurable: "3 keys were there before the prefill",
+		MemoryUsage: &sweeps.KeyMemory{Keys: 16, MeanBytes: 1_052_720, MinBytes: 1_052_720, MaxBytes: 1_052_720}}
+	rec.Persistence = []sweeps.PersistenceSecond{{Second: 0, Samples: 2, Forks: &zero}, {Second: 1, Samples: 2, Forks: &zero}}
+	rec.Forks, rec.BGSaves, rec.PersistenceNote = &zero, 2, "no fork began in the measured window"
+	for _, r := range parseCSV(t, export(t, run, Options{Format: CSV})) {
+		if r["cell_id"] != id {
+			continue
+		}
+		for col, want := range map[string]string{
+			"bytes_per_key": "", "memory_overhead": "", "memory_not_measurable": "3 keys were there before the prefill",
+			"memory_usage_bytes": "1052720", "forks": "0", "bgsaves": "2", "persistence_note": "no fork began in the measured window",
+		} {
+			if r[col] != want {
+				t.Errorf("%s: %s = %q, want %q", id, col, r[col], want)
+			}
+		}
+	}
+}

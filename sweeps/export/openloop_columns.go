@@ -95,22 +95,28 @@ var pacedCellColumns = concat(
 		col("probe_late", Int, "probe: GETs sent more than 1 ms late", probe(func(p *lab.ProbeResult) any { return p.Late })),
 		col("probe_dropped", Int, "probe: GETs never sent (past --queue-limit)", probe(func(p *lab.ProbeResult) any { return p.Dropped })),
 
-		col("bytes_per_key", Float, "server memory per key: Δused_memory / Δkeys", memory(func(m *sweeps.MemoryRecord) any { return m.BytesPerKey })),
-		col("bytes_per_key_from", String, "prefill or cell: over which span bytes_per_key was measured", memory(func(m *sweeps.MemoryRecord) any { return str(m.BytesPerKeyFrom) })),
-		col("memory_overhead", Float, "bytes_per_key over the (mean) value size, minus 1", memory(func(m *sweeps.MemoryRecord) any { return m.Overhead })),
-
-		col("forks", Int, "persistence: forks begun in the window (sum of its seconds'); empty where the server does not count them", persistence(func(ps []sweeps.PersistenceSecond) any {
-			var n int64
-			seen := false
-			for _, s := range ps {
-				if s.Forks != nil {
-					n, seen = n+*s.Forks, true
-				}
-			}
-			if !seen {
+		col("bytes_per_key", Float, "server memory per key: Δused_memory / Δkeys, the bench's connections closed; empty when not measurable", memory(func(m *sweeps.MemoryRecord) any { return measuredKey(m, m.BytesPerKey) })),
+		col("bytes_per_key_from", String, "cell (before the prefill to after the cell, settled); prefill in older records", memory(func(m *sweeps.MemoryRecord) any { return str(m.BytesPerKeyFrom) })),
+		col("memory_overhead", Float, "bytes_per_key over the (mean) value size, minus 1", memory(func(m *sweeps.MemoryRecord) any { return measuredKey(m, m.Overhead) })),
+		col("memory_not_measurable", String, "why bytes_per_key is empty (keys there before, no key added, memory that did not grow, a server that did not settle)", memory(func(m *sweeps.MemoryRecord) any { return str(m.NotMeasurable) })),
+		col("memory_usage_bytes", Float, "MEMORY USAGE of a sample of the keys after the cell, mean bytes a key: the server's own count beside bytes_per_key", memory(func(m *sweeps.MemoryRecord) any {
+			if m.MemoryUsage == nil || m.MemoryUsage.Keys == 0 {
 				return nil
 			}
-			return n
+			return m.MemoryUsage.MeanBytes
+		})),
+
+		col("forks", Int, "persistence: forks begun in the window (sum of its seconds'); 0 when none began; empty where the server does not count them", persistence(func(ps []sweeps.PersistenceSecond) any {
+			if n := sweeps.ForksIn(ps); n != nil {
+				return *n
+			}
+			return nil
+		})),
+		col("bgsaves", Int, "persistence: BGSAVEs the runner asked for while the bench ran (server.bgsave-every, or persistence rdb); empty when it asked for none", done(func(r *row) any {
+			return positive(r.rec.BGSaves)
+		})),
+		col("persistence_note", String, "persistence: why a cell that persists began no fork in its window (then forks is 0), or a BGSAVE that failed", done(func(r *row) any {
+			return str(r.rec.PersistenceNote)
 		})),
 		col("latest_fork_ms", Float, "persistence: the longest latest_fork_usec the window's reads saw, ms", persistence(func(ps []sweeps.PersistenceSecond) any {
 			var most int64
@@ -245,11 +251,10 @@ func probeAdded(get func(p *lab.ProbeResult) float64) func(r *row) any {
 
 func memory(get func(m *sweeps.MemoryRecord) any) func(r *row) any {
 	return done(func(r *row) any {
-		m := r.rec.Memory
-		if m == nil || m.BytesPerKey <= 0 {
+		if r.rec.Memory == nil {
 			return nil
 		}
-		return get(m)
+		return get(r.rec.Memory)
 	})
 }
 
@@ -260,6 +265,14 @@ func persistence(get func(ps []sweeps.PersistenceSecond) any) func(r *row) any {
 		}
 		return get(r.rec.Persistence)
 	})
+}
+
+// measuredKey is a per-key figure, or nil when the record measured none.
+func measuredKey(m *sweeps.MemoryRecord, v float64) any {
+	if m.BytesPerKey <= 0 {
+		return nil
+	}
+	return v
 }
 
 func count(ps []sweeps.PersistenceSecond, yes func(sweeps.PersistenceSecond) bool) int64 {

@@ -30,6 +30,7 @@ import (
 	"github.com/linerate/linerate/infra/servers"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
+	"github.com/linerate/linerate/lab/resp"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -391,34 +392,76 @@ func (r *running) FlushAll(ctx context.Context) error {
 	return nil
 }
 
-// SampleInfo implements sweeps.InfoSampler on a control connection of
-// its own, kept open between reads (two a second while a persisting
-// version runs) and dialled again after a fault. At is when the first
-// section's reply arrived.
-func (r *running) SampleInfo(ctx context.Context, sections ...string) (sweeps.InfoSample, error) {
+// control runs do on SampleInfo's control connection, dialled when
+// there is none and dropped after a fault.
+func (r *running) control(ctx context.Context, do func(*control.Conn) error) error {
 	r.ctlMu.Lock()
 	defer r.ctlMu.Unlock()
 	if r.ctl == nil {
 		c, err := control.DialWith(ctx, lab.Workload{Host: r.host, Port: r.port}, r.ctlOpt)
 		if err != nil {
-			return sweeps.InfoSample{}, err
+			return err
 		}
 		r.ctl = c
 	}
-	s := sweeps.InfoSample{Fields: map[string]string{}}
-	for i, sec := range sections {
-		m, err := r.ctl.Info(ctx, sec)
+	err := do(r.ctl)
+	var se *resp.ServerError
+	if err != nil && !errors.As(err, &se) {
+		r.ctl.Close()
+		r.ctl = nil
+	}
+	return err
+}
+
+// KeyMemory implements sweeps.KeySampler: MEMORY USAGE of up to n keys
+// SCAN gives, on the control connection.
+func (r *running) KeyMemory(ctx context.Context, n int) (sweeps.KeyMemory, error) {
+	var usage []int64
+	err := r.control(ctx, func(c *control.Conn) error {
+		keys, err := c.SampleKeys(ctx, n)
 		if err != nil {
-			r.ctl.Close()
-			r.ctl = nil
-			return sweeps.InfoSample{}, err
+			return err
 		}
-		if i == 0 {
-			s.At = time.Now()
+		for _, k := range keys {
+			u, err := c.MemoryUsage(ctx, k)
+			if err != nil {
+				return err
+			}
+			usage = append(usage, u)
 		}
-		for k, v := range m {
-			s.Fields[k] = v
+		return nil
+	})
+	return sweeps.KeyMemoryOf(usage), err
+}
+
+// BGSave implements sweeps.Snapshotter: BGSAVE on the control connection.
+func (r *running) BGSave(ctx context.Context) error {
+	return r.control(ctx, func(c *control.Conn) error { return c.BGSave(ctx) })
+}
+
+// SampleInfo implements sweeps.InfoSampler on a control connection of
+// its own, kept open between reads (two a second while a persisting
+// version runs) and dialled again after a fault. At is when the first
+// section's reply arrived.
+func (r *running) SampleInfo(ctx context.Context, sections ...string) (sweeps.InfoSample, error) {
+	s := sweeps.InfoSample{Fields: map[string]string{}}
+	err := r.control(ctx, func(c *control.Conn) error {
+		for i, sec := range sections {
+			m, err := c.Info(ctx, sec)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				s.At = time.Now()
+			}
+			for k, v := range m {
+				s.Fields[k] = v
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return sweeps.InfoSample{}, err
 	}
 	return s, nil
 }

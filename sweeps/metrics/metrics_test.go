@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -252,5 +253,48 @@ func TestListenRefusesBadAddresses(t *testing.T) {
 			}
 			t.Errorf("Listen(%q) = %v, want an address error", addr, err)
 		}
+	}
+}
+
+// CloseAfter serves the final totals until the linger ends or the
+// context does, then closes; a linger out of bounds is refused.
+func TestCloseAfterLingers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		linger time.Duration
+		cancel bool
+	}{
+		{"short linger", time.Millisecond, false},
+		{"no linger", 0, false},
+		{"Ctrl-C ends a long one", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := metrics.NewLive()
+			live.Update(&lab.Live{Final: true, Counts: []lab.LiveCount{{Phase: lab.PhaseMeasure, Op: lab.OpGet, OK: 3, PayloadBytes: 3 << 20}}})
+			s, err := metrics.Listen("127.0.0.1:0", live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			if err := s.CloseAfter(ctx, tc.linger); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.Get(s.URL()); err == nil {
+				resp.Body.Close()
+				t.Errorf("still served after CloseAfter returned")
+			}
+		})
+	}
+	for _, d := range []time.Duration{-time.Second, metrics.MaxLinger + 1} {
+		if err := metrics.CheckLinger(d); err == nil || !strings.Contains(err.Error(), "--metrics-linger") {
+			t.Errorf("CheckLinger(%s) = %v, want an error naming the flag", d, err)
+		}
+	}
+	if err := metrics.CheckLinger(metrics.DefaultLinger); err != nil {
+		t.Errorf("the default linger is refused: %v", err)
 	}
 }

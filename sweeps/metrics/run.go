@@ -57,13 +57,6 @@ func (r *Run) SetCell(id string) {
 	}
 }
 
-// Close stops serving.
-func (r *Run) Close() {
-	if r != nil {
-		r.Server.Close()
-	}
-}
-
 type cellProgress struct {
 	sweeps.Progress
 	live *Live

@@ -84,6 +84,41 @@ func (s *Server) Close() error {
 	return s.srv.Close()
 }
 
+// DefaultLinger is how long a command's metrics stay up after its run
+// ended (--metrics-linger): longer than Prometheus's default scrape
+// interval (15 s), so the scrape after the final totals comes while they
+// are still served; MaxLinger bounds the flag.
+const (
+	DefaultLinger = 15 * time.Second
+	MaxLinger     = time.Hour
+)
+
+// CheckLinger holds a --metrics-linger value to 0..MaxLinger.
+func CheckLinger(d time.Duration) error {
+	if d < 0 || d > MaxLinger {
+		return fmt.Errorf("--metrics-linger %s: want 0 to %s (0: close at the end)", d, MaxLinger)
+	}
+	return nil
+}
+
+// CloseAfter serves what the collectors hold for d more (the run's final
+// totals, for the scrape that comes after its end), or until ctx ends,
+// then closes. A nil server has nothing to keep up.
+func (s *Server) CloseAfter(ctx context.Context, d time.Duration) error {
+	if s == nil {
+		return nil
+	}
+	if d > 0 && ctx.Err() == nil {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	return s.Close()
+}
+
 // Names lists every metric name the collectors here export, as a query
 // names them (histograms by their _bucket, _sum and _count series).
 func Names() []string {

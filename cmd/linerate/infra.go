@@ -50,8 +50,13 @@ func runInfra(ctx context.Context, args []string) int {
 	c.DurationVar(&op.SSHTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
 	c.StringVar(&op.AWS.Endpoint, "endpoint", "", "aws: "+endpointHelp)
 	c.BoolVar(&dryRun, "dry-run", false, "gc: only list what would be removed and why")
-	if code, done := c.parse(args, 1, 1, "want one of up, down, status, gc"); done {
+	c.BoolVar(&op.AllowSlowerLink, "allow-slower-link", false, "aws: pass an instance type whose stated network performance is below the campaign's link-gbps")
+	c.Float64Var(&f.AWS.LinkGbps, "link-gbps", 0, "aws up: the link expected, in Gbps; the preflight refuses a type that states less")
+	want := "want one of up, down, status, gc, or preflight CAMPAIGN"
+	if code, done := c.parse(args, 1, 2, want); done {
 		return code
+	} else if (c.Arg(0) == "preflight") != (c.NArg() == 2) {
+		return c.usage("%s", want)
 	}
 	f.Spec.Dir = session.RunDir(f.Spec.Dir, f.Spec.Campaign)
 	op.Console(os.Stdin, os.Stderr, yes)
@@ -74,6 +79,17 @@ func runInfra(ctx context.Context, args []string) int {
 		if err := tbl.Status(ctx, f.Spec.Campaign, f.Spec.Dir, &op, os.Stdout); err != nil {
 			return c.end(err)
 		}
+	case "preflight":
+		camp, err := tbl.Load(c.Arg(1))
+		if err != nil {
+			return c.bad("%v", err)
+		}
+		if op.SSHFrom, err = session.ParseSSHFrom(f.SSHFrom); err != nil {
+			return c.end(err)
+		}
+		if err := tbl.Preflight(ctx, camp, &op, os.Stdout); err != nil {
+			return c.end(err)
+		}
 	case "gc":
 		ok, err := tbl.GC(ctx, f.Kind, dryRun, &op, os.Stdout)
 		if err != nil && c.end(err) == 2 {
@@ -83,7 +99,7 @@ func runInfra(ctx context.Context, args []string) int {
 			return 1
 		}
 	default:
-		return c.bad("unknown action %q: want up, down, status or gc", c.Arg(0))
+		return c.bad("unknown action %q: want up, down, status, gc or preflight", c.Arg(0))
 	}
 	return 0
 }

@@ -166,7 +166,10 @@ func (p *Provider) Preflight(ctx context.Context, opt PreflightOptions) *Report 
 		opt.Quotas, opt.STS = q, s
 	}
 	pf := &preflight{p: p, r: r, sts: opt.STS}
-	it := pf.instanceType(ctx, opt.AllowSlowerLink)
+	it, reached := pf.instanceType(ctx, opt.AllowSlowerLink)
+	if !reached {
+		return r
+	}
 	pf.zones(ctx)
 	ami := pf.image(ctx, it)
 	pf.quota(ctx, it, opt.Quotas)
@@ -190,21 +193,27 @@ type typeInfo struct {
 	vcpus int
 }
 
-func (pf *preflight) instanceType(ctx context.Context, allowSlower bool) typeInfo {
+// instanceType checks the type; reached is false when EC2 could not be
+// reached at all (nothing else is then asked).
+func (pf *preflight) instanceType(ctx context.Context, allowSlower bool) (_ typeInfo, reached bool) {
 	cfg := pf.p.cfg
 	name := "instance type " + cfg.InstanceType
 	out, err := pf.p.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{
 		InstanceTypes: []types.InstanceType{types.InstanceType(cfg.InstanceType)},
 	})
+	if err != nil && errorCode(err) == "" && ctx.Err() == nil {
+		pf.r.add("reach EC2", Fail, "%v", err)
+		return typeInfo{}, false
+	}
 	if err != nil {
 		pf.apiFailure(ctx, name, "ec2:DescribeInstanceTypes", err)
 		pf.r.add("ENA", Unknown, "the instance type is unknown")
 		pf.r.add("network performance", Unknown, "the instance type is unknown")
-		return typeInfo{}
+		return typeInfo{}, true
 	}
 	if len(out.InstanceTypes) != 1 || out.InstanceTypes[0].ProcessorInfo == nil {
 		pf.r.add(name, Fail, "EC2 does not know it in %s", cfg.Region)
-		return typeInfo{}
+		return typeInfo{}, true
 	}
 	t := out.InstanceTypes[0]
 	var info typeInfo
@@ -236,7 +245,7 @@ func (pf *preflight) instanceType(ctx context.Context, allowSlower bool) typeInf
 	}
 	pf.r.Network = perf
 	pf.network(perf, allowSlower)
-	return info
+	return info, true
 }
 
 // gbit reads the figure of a network performance as EC2 states it:

@@ -8,14 +8,6 @@ import (
 	"github.com/linerate/linerate/infra/aws/awsfake"
 )
 
-// mutating are the EC2 actions that create, change or remove something:
-// the preflight may send them only as dry runs.
-var mutating = map[string]bool{
-	"RunInstances": true, "CreatePlacementGroup": true, "CreateSecurityGroup": true, "AuthorizeSecurityGroupIngress": true,
-	"CreateKeyPair": true, "ImportKeyPair": true, "CreateTags": true, "TerminateInstances": true,
-	"DeletePlacementGroup": true, "DeleteSecurityGroup": true, "DeleteKeyPair": true,
-}
-
 // Each fault a first run meets is found by the preflight, in its row of
 // the table and in Err's one line; nothing is created and no mutating
 // call is sent but as a dry run.
@@ -109,7 +101,7 @@ func TestPreflight(t *testing.T) {
 			}
 			dry := map[string]bool{}
 			for _, c := range f.CallsBy() {
-				if mutating[c.Action] && !c.DryRun {
+				if awsfake.Mutating[c.Action] && !c.DryRun {
 					t.Errorf("%s sent without DryRun", c.Action)
 				}
 				if c.DryRun {
@@ -117,7 +109,7 @@ func TestPreflight(t *testing.T) {
 				}
 			}
 			if tc.failed == "" {
-				for a := range mutating {
+				for a := range awsfake.Mutating {
 					if a != "ImportKeyPair" && !dry[a] {
 						t.Errorf("no dry run of %s", a)
 					}
@@ -135,5 +127,22 @@ func TestStatedGbps(t *testing.T) {
 		if got := StatedGbps(in); got != want {
 			t.Errorf("StatedGbps(%q) = %g, want %g", in, got, want)
 		}
+	}
+}
+
+// An EC2 that cannot be reached is one failed check, and nothing else is
+// asked.
+func TestPreflightUnreachable(t *testing.T) {
+	t.Parallel()
+	f := awsfake.New()
+	url := f.URL
+	f.Close() // nothing listens there now
+	p := newProvider(t, &awsfake.Fake{URL: url}, nil)
+	r := p.Preflight(context.Background(), PreflightOptions{Campaign: "pre"})
+	if len(r.Checks) != 1 || r.Checks[0].Name != "reach EC2" || r.Checks[0].Status != Fail {
+		t.Fatalf("checks %+v, want one failed reach EC2", r.Checks)
+	}
+	if err := r.Err(); err == nil || !strings.HasPrefix(err.Error(), "aws preflight: reach EC2: ") {
+		t.Errorf("Err() = %v", err)
 	}
 }

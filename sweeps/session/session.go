@@ -105,15 +105,9 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 	}
 	// A provider given in place of the settings' makes their key files,
 	// credentials and deadlines its own business.
-	if row.Check != nil && opt.Provider == nil {
-		if err := row.Check(s, &opt.Operator, opt.Work); err != nil {
-			var ce *CampaignError
-			if fields, _ := infra.FieldErrors(err); len(fields) > 0 {
-				err = c.Provider.Locate(err)
-			} else if errors.As(err, &ce) {
-				err = fmt.Errorf("%s: %w", c.File, err)
-			}
-			return nil, input(err)
+	if opt.Provider == nil {
+		if err := checkRow(c, row, s, &opt.Operator, opt.Work); err != nil {
+			return nil, err
 		}
 	}
 	if opt.TuningRoot != "" && opt.TuningRoot != "/" {
@@ -129,6 +123,25 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 		return nil, input(err)
 	}
 	return &prepared{row: row, settings: s, profile: prof}, nil
+}
+
+// checkRow is the row's Check of c's settings s, its errors located in
+// c (*InputError).
+func checkRow(c *sweeps.Campaign, row *Row, s Settings, op *Operator, w Work) error {
+	if row.Check == nil {
+		return nil
+	}
+	err := row.Check(s, op, w)
+	if err == nil {
+		return nil
+	}
+	var ce *CampaignError
+	if fields, _ := infra.FieldErrors(err); len(fields) > 0 {
+		err = c.Provider.Locate(err)
+	} else if errors.As(err, &ce) {
+		err = fmt.Errorf("%s: %w", c.File, err)
+	}
+	return input(err)
 }
 
 // Plan is c's plan as far as it is known before its hosts are up: exact
@@ -179,6 +192,11 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 	prep, err := check(c, &opt)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Provider == nil {
+		if err := prep.row.preflight(ctx, prep.settings, &opt.Operator, c.Name, nil); err != nil {
+			return nil, err
+		}
 	}
 	st, err := sweeps.OpenStore(dir)
 	if err != nil {

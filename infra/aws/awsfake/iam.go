@@ -18,6 +18,14 @@ import (
 // unless they name another.
 const DefaultQuotaCode = "L-1216C47A"
 
+// Mutating are the EC2 actions of the aws provider that create, change
+// or remove something: a preflight may send them only as dry runs.
+var Mutating = map[string]bool{
+	"RunInstances": true, "CreatePlacementGroup": true, "CreateSecurityGroup": true, "AuthorizeSecurityGroupIngress": true,
+	"CreateKeyPair": true, "ImportKeyPair": true, "CreateTags": true, "TerminateInstances": true,
+	"DeletePlacementGroup": true, "DeleteSecurityGroup": true, "DeleteKeyPair": true,
+}
+
 // fakeAccount is the account ID in the fake's ARNs.
 const fakeAccount = "000000000000"
 

@@ -1,0 +1,49 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/linerate/linerate/sweeps"
+)
+
+// preflight runs the row's Preflight, its table on out, or as progress
+// lines when out is nil.
+func (r *Row) preflight(ctx context.Context, s Settings, op *Operator, campaign string, out io.Writer) error {
+	if r.Preflight == nil {
+		return nil
+	}
+	if out != nil {
+		return r.Preflight(ctx, s, op, campaign, out)
+	}
+	var b bytes.Buffer
+	err := r.Preflight(ctx, s, op, campaign, &b)
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		if line != "" {
+			op.logf("%s", line)
+		}
+	}
+	return err
+}
+
+// Preflight checks, creating nothing, that campaign c's hosts can come
+// up: the provider's checks of the settings and the operator's word
+// (Row.Check), then its preflight, whose table goes to out. A kind
+// without a preflight says so and passes. Its errors are *InputError.
+func (t *Table) Preflight(ctx context.Context, c *sweeps.Campaign, op *Operator, out io.Writer) error {
+	row, s, err := t.settings(c)
+	if err != nil {
+		return input(err)
+	}
+	if err := checkRow(c, row, s, op, Work{What: "the preflight"}); err != nil {
+		return err
+	}
+	if row.Preflight == nil {
+		fmt.Fprintf(out, "provider %s: nothing to check before it runs\n", row.Kind)
+		return nil
+	}
+	return row.preflight(ctx, s, op, c.Name, out)
+}

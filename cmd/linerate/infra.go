@@ -52,11 +52,23 @@ func runInfra(ctx context.Context, args []string) int {
 	c.BoolVar(&dryRun, "dry-run", false, "gc: only list what would be removed and why")
 	c.BoolVar(&op.AllowSlowerLink, "allow-slower-link", false, "aws: pass an instance type whose stated network performance is below the campaign's link-gbps")
 	c.Float64Var(&f.AWS.LinkGbps, "link-gbps", 0, "aws up: the link expected, in Gbps; the preflight refuses a type that states less")
-	want := "want one of up, down, status, gc, or preflight CAMPAIGN"
-	if code, done := c.parse(args, 1, 2, want); done {
+	want := "want one of up, down, status, gc, preflight CAMPAIGN, or aws policy [CAMPAIGN]"
+	if code, done := c.parse(args, 1, 3, want); done {
 		return code
-	} else if (c.Arg(0) == "preflight") != (c.NArg() == 2) {
-		return c.usage("%s", want)
+	}
+	switch n := c.NArg(); c.Arg(0) {
+	case "preflight":
+		if n != 2 {
+			return c.usage("%s", want)
+		}
+	case "aws":
+		if n < 2 || c.Arg(1) != "policy" {
+			return c.usage("%s", want)
+		}
+	default:
+		if n != 1 {
+			return c.usage("%s", want)
+		}
 	}
 	f.Spec.Dir = session.RunDir(f.Spec.Dir, f.Spec.Campaign)
 	op.Console(os.Stdin, os.Stderr, yes)
@@ -90,6 +102,12 @@ func runInfra(ctx context.Context, args []string) int {
 		if err := tbl.Preflight(ctx, camp, &op, os.Stdout); err != nil {
 			return c.end(err)
 		}
+	case "aws":
+		b, err := tbl.AWSPolicy(c.Arg(2), op.AWS.Region)
+		if err != nil {
+			return c.end(err)
+		}
+		os.Stdout.Write(b)
 	case "gc":
 		ok, err := tbl.GC(ctx, f.Kind, dryRun, &op, os.Stdout)
 		if err != nil && c.end(err) == 2 {
@@ -99,7 +117,7 @@ func runInfra(ctx context.Context, args []string) int {
 			return 1
 		}
 	default:
-		return c.bad("unknown action %q: want up, down, status, gc or preflight", c.Arg(0))
+		return c.bad("unknown action %q: want up, down, status, gc, preflight or aws", c.Arg(0))
 	}
 	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/linerate/linerate/infra/aws"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -46,4 +47,26 @@ func (t *Table) Preflight(ctx context.Context, c *sweeps.Campaign, op *Operator,
 		return nil
 	}
 	return row.preflight(ctx, s, op, c.Name, out)
+}
+
+// AWSPolicy is the IAM policy linerate needs (aws.Policy) as JSON, for
+// region, or when region is "" the region of the campaign in file (""
+// for none: every region). Its errors are *InputError.
+func (t *Table) AWSPolicy(file, region string) ([]byte, error) {
+	if file != "" && region == "" {
+		c, err := t.Load(file)
+		if err != nil {
+			return nil, input(err)
+		}
+		row, s, err := t.settings(c)
+		if err != nil {
+			return nil, input(err)
+		}
+		as, ok := s.(*aws.Settings)
+		if !ok {
+			return nil, input(fmt.Errorf("%s: provider %s: the policy is the aws provider's", file, row.Kind))
+		}
+		region = as.Region
+	}
+	return aws.Policy(region).JSON(), nil
 }

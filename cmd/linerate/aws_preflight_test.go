@@ -38,7 +38,8 @@ func TestSweepRunPreflightFaults(t *testing.T) {
 			last: "aws preflight: network performance: c8gn.16xlarge states 200 Gigabit, below the campaign's link-gbps 400"},
 		{name: "no capacity in zone a", extra: ", zones: [us-east-1a, us-east-1b]",
 			fault: func(f *awsfake.Fake) { f.Faults.NoCapacityZones = []string{"us-east-1a"} },
-			says:  []string{"c8gn.16xlarge in us-east-1a: InsufficientInstanceCapacity; trying the next zone", "in us-east-1b"}},
+			says: []string{"c8gn.16xlarge in us-east-1a: InsufficientInstanceCapacity; trying the next zone",
+				"aws: a placement group linerate-cli-aws-check-r", "-us-east-1b in us-east-1b", "in us-east-1b"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

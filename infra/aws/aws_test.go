@@ -135,6 +135,23 @@ func TestUpDownScenarios(t *testing.T) {
 						t.Errorf("instance %s in %s, want us-east-1b", in.ID, in.Zone)
 					}
 				}
+				// us-east-1b's instances are in a group of their own.
+				for _, r := range f.Live() {
+					if r.Kind == "instance" && r.PlacementGroup != "linerate-study-1-"+p.Owner()+"-us-east-1b" {
+						t.Errorf("instance %s in group %s, want us-east-1b's", r.ID, r.PlacementGroup)
+					}
+				}
+			}},
+		{name: "not offered in the first zone", faults: awsfake.Faults{NotOffered: map[string][]string{"c8gn.16xlarge": {"us-east-1a"}}},
+			check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+				if n := count(f.Calls(), "RunInstances"); n != 1 {
+					t.Errorf("RunInstances %d times, want 1 (us-east-1a skipped: not offered)", n)
+				}
+				for _, in := range p.Instances() {
+					if in.Zone != "us-east-1b" {
+						t.Errorf("instance %s in %s, want us-east-1b", in.ID, in.Zone)
+					}
+				}
 			}},
 		{name: "no capacity anywhere", faults: awsfake.Faults{NoCapacityZones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
 			wantErr: "no zone had capacity"},

@@ -222,12 +222,25 @@ func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func
 			return nil, fmt.Errorf("aws up: list zones: %w", err)
 		}
 	}
+	zones = p.offeredOnly(ctx, zones)
 	if len(zones) == 0 {
-		return nil, fmt.Errorf("aws up: no available zone in %s", p.cfg.Region)
+		return nil, fmt.Errorf("aws up: no available zone in %s offers %s", p.cfg.Region, p.cfg.InstanceType)
 	}
 	var tried []string
-	for _, z := range zones {
+	group := name
+	for i, z := range zones {
+		if i > 0 {
+			// A cluster group keeps its instances in one zone: the next
+			// zone gets a group of its own (Down removes every group of
+			// the owner).
+			group = name + "-" + z
+			p.logf("aws: a placement group %s in %s", group, z)
+			if err := p.placementGroup(ctx, group, spec(types.ResourceTypePlacementGroup)); err != nil {
+				return nil, err
+			}
+		}
 		in := p.runInput(name, ami, sgID, z, spec, count)
+		in.Placement.GroupName = sdkaws.String(group)
 		token := make([]byte, 8)
 		rand.Read(token)
 		in.ClientToken = sdkaws.String(hex.EncodeToString(token))
@@ -259,6 +272,52 @@ func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func
 		return insts, nil
 	}
 	return nil, fmt.Errorf("aws up: no zone had capacity for %d × %s: %s", count, p.cfg.InstanceType, strings.Join(tried, ", "))
+}
+
+// offeredOnly are the zones among zones that offer the instance type, in
+// their order: the preflight's finding when it ran on this provider,
+// else EC2's offerings asked now (all of zones when that fails: a zone
+// that does not offer the type then answers Unsupported).
+func (p *Provider) offeredOnly(ctx context.Context, zones []string) []string {
+	p.mu.Lock()
+	checked := p.zones != nil
+	p.mu.Unlock()
+	if checked {
+		return zones
+	}
+	offered, err := p.offeredZones(ctx, p.cfg.InstanceType)
+	if err != nil {
+		p.logf("aws: where %s is offered: %v (every zone is tried)", p.cfg.InstanceType, err)
+		return zones
+	}
+	var out []string
+	for _, z := range zones {
+		if offered[z] {
+			out = append(out, z)
+		} else {
+			p.logf("aws: %s is not offered in %s; skipped", p.cfg.InstanceType, z)
+		}
+	}
+	return out
+}
+
+// offeredZones are the zones of the region that offer the instance type.
+func (a *Account) offeredZones(ctx context.Context, instanceType string) (map[string]bool, error) {
+	offered := map[string]bool{}
+	in := &ec2.DescribeInstanceTypeOfferingsInput{
+		LocationType: types.LocationTypeAvailabilityZone,
+		Filters:      []types.Filter{{Name: sdkaws.String("instance-type"), Values: []string{instanceType}}},
+	}
+	for pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(a.ec2, in); pg.HasMorePages(); {
+		out, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range out.InstanceTypeOfferings {
+			offered[sdkaws.ToString(o.Location)] = true
+		}
+	}
+	return offered, nil
 }
 
 // runInput is the launch of count instances in zone.

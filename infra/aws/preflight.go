@@ -298,20 +298,10 @@ func (pf *preflight) zones(ctx context.Context) {
 		}
 		want = all
 	}
-	offered := map[string]bool{}
-	in := &ec2.DescribeInstanceTypeOfferingsInput{
-		LocationType: types.LocationTypeAvailabilityZone,
-		Filters:      []types.Filter{{Name: sdkaws.String("instance-type"), Values: []string{cfg.InstanceType}}},
-	}
-	for pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(pf.p.ec2, in); pg.HasMorePages(); {
-		out, err := pg.NextPage(ctx)
-		if err != nil {
-			pf.apiFailure(ctx, name, "ec2:DescribeInstanceTypeOfferings", err)
-			return
-		}
-		for _, o := range out.InstanceTypeOfferings {
-			offered[sdkaws.ToString(o.Location)] = true
-		}
+	offered, err := pf.p.offeredZones(ctx, cfg.InstanceType)
+	if err != nil {
+		pf.apiFailure(ctx, name, "ec2:DescribeInstanceTypeOfferings", err)
+		return
 	}
 	var yes, no []string
 	for _, z := range want {

@@ -117,3 +117,22 @@ func TestPolicyShape(t *testing.T) {
 		t.Errorf("no region: want every region's ARNs:\n%s", all)
 	}
 }
+
+// docs/aws.md shows the policy `linerate infra aws policy` prints (no
+// region: every region's), byte for byte.
+func TestPolicyInDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../docs/aws.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mark = "<!-- the output of: linerate infra aws policy -->\n```json\n"
+	_, rest, ok := strings.Cut(string(b), mark)
+	doc, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatalf("docs/aws.md has no block after %q", mark)
+	}
+	if want := string(Policy("").JSON()); doc != want {
+		t.Errorf("docs/aws.md's policy differs from linerate infra aws policy; paste its output:\n%s", want)
+	}
+}

@@ -105,6 +105,17 @@ func TestInfraPreflightAndPlan(t *testing.T) {
 	if code != 2 || !strings.Contains(stdout, "ec2:TerminateInstances") || !strings.Contains(stderr, "aws preflight: ec2:TerminateInstances: not allowed") {
 		t.Errorf("infra preflight, TerminateInstances denied: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// infra up stops at the same check, before its state file or anything
+	// in the account is made.
+	dir := filepath.Join(t.TempDir(), "pair")
+	code, _, stderr = linerate(t, "", "", "infra", "up", "--provider", "aws", "--campaign", "pre", "--dir", dir, "--instance-type", "c8gn.16xlarge",
+		"--region", "us-east-1", "--access-keys-from-env", "--endpoint", f.URL, "--ssh-from", "203.0.113.7/32", "--yes")
+	if code != 2 || !strings.Contains(stderr, "linerate infra: up: aws preflight: ec2:TerminateInstances: not allowed") {
+		t.Errorf("infra up, TerminateInstances denied: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "infra.json")); !os.IsNotExist(err) {
+		t.Errorf("infra.json after a failed preflight: %v", err)
+	}
 	before := len(f.CallsBy())
 	code, stdout, stderr = linerate(t, "", "", "sweep", "plan", camp)
 	if code != 0 || len(f.CallsBy()) != before || strings.Contains(stdout, "preflight") {
@@ -116,8 +127,5 @@ func TestInfraPreflightAndPlan(t *testing.T) {
 	}
 	if n := len(f.All()); n > 0 {
 		t.Errorf("%d resources created", n)
-	}
-	if _, err := os.Stat(camp); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -39,7 +39,7 @@ func TestPolicyIsWhatIsUsed(t *testing.T) {
 	if err := created.Down(ctx); err != nil {
 		t.Fatal(err)
 	}
-	imported := newProvider(t, f, func(c *Config) { c.PublicKeyFile, c.PrivateKeyFile = pub, pub + ".key" })
+	imported := newProvider(t, f, func(c *Config) { c.PublicKeyFile, c.PrivateKeyFile = pub, pub+".key" })
 	if err := imported.Preflight(ctx, PreflightOptions{Campaign: "policy"}).Err(); err != nil {
 		t.Fatal(err)
 	}

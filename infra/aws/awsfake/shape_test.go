@@ -248,12 +248,18 @@ func TestAnswersParseWhole(t *testing.T) {
 			}
 			return out, err
 		}, ""},
-		{"DescribeInstances pending", func() (any, error) { return e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{iid}}) }, ""},
-		{"DescribeInstances running", func() (any, error) { return e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{iid}}) }, ""},
+		{"DescribeInstances pending", func() (any, error) {
+			return e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{iid}})
+		}, ""},
+		{"DescribeInstances running", func() (any, error) {
+			return e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{iid}})
+		}, ""},
 		{"CreateTags", func() (any, error) {
 			return e.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{iid}, Tags: []types.Tag{{Key: str("linerate:lease"), Value: str("x")}}})
 		}, ""},
-		{"TerminateInstances", func() (any, error) { return e.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{iid}}) }, ""},
+		{"TerminateInstances", func() (any, error) {
+			return e.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{iid}})
+		}, ""},
 		{"DeleteSecurityGroup in use", func() (any, error) {
 			return e.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: str(sgID)})
 		}, "DependencyViolation"},

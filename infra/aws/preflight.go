@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -477,6 +478,7 @@ func (pf *preflight) runningVCPUs(ctx context.Context) (int, error) {
 type dryRun struct {
 	action string // the IAM action
 	call   func(context.Context) error
+	note   *string // set by call: what the pass did not ask
 }
 
 // dryRuns sends every EC2 call up, down and gc make, with DryRun set and
@@ -489,83 +491,98 @@ func (pf *preflight) dryRuns(ctx context.Context, campaign, ami string) {
 	spec := p.tagSpecs(campaign, p.Owner(), now)
 	dry := sdkaws.Bool(true)
 	runs := []dryRun{
-		{"ec2:CreatePlacementGroup", func(ctx context.Context) error {
+		{action: "ec2:CreatePlacementGroup", call: func(ctx context.Context) error {
 			_, err := p.ec2.CreatePlacementGroup(ctx, &ec2.CreatePlacementGroupInput{DryRun: dry,
 				GroupName: sdkaws.String(name), Strategy: types.PlacementStrategyCluster, TagSpecifications: spec(types.ResourceTypePlacementGroup)})
 			return err
 		}},
-		{"ec2:CreateSecurityGroup", func(ctx context.Context) error {
+		{action: "ec2:CreateSecurityGroup", call: func(ctx context.Context) error {
 			_, err := p.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{DryRun: dry,
 				GroupName: sdkaws.String(name), Description: sdkaws.String(groupDescription(campaign)), TagSpecifications: spec(types.ResourceTypeSecurityGroup)})
 			return err
 		}},
-		{"ec2:AuthorizeSecurityGroupIngress", func(ctx context.Context) error {
+		{action: "ec2:AuthorizeSecurityGroupIngress", call: func(ctx context.Context) error {
 			_, err := p.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{DryRun: dry,
 				GroupId: sdkaws.String(madeUpGroup), IpPermissions: p.ingress(madeUpGroup)})
 			return err
 		}},
 	}
 	if cfg.PublicKeyFile != "" {
-		runs = append(runs, dryRun{"ec2:ImportKeyPair", func(ctx context.Context) error {
-			_, err := p.ec2.ImportKeyPair(ctx, &ec2.ImportKeyPairInput{DryRun: dry, KeyName: sdkaws.String(name),
-				PublicKeyMaterial: []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDryRunDryRunDryRunDryRunDryRunDryRunDryRunDry linerate-preflight"),
-				TagSpecifications: spec(types.ResourceTypeKeyPair)})
+		runs = append(runs, dryRun{action: "ec2:ImportKeyPair", call: func(ctx context.Context) error {
+			pub, err := os.ReadFile(cfg.PublicKeyFile)
+			if err != nil {
+				return fmt.Errorf("public key: %w", err)
+			}
+			_, err = p.ec2.ImportKeyPair(ctx, &ec2.ImportKeyPairInput{DryRun: dry, KeyName: sdkaws.String(name),
+				PublicKeyMaterial: pub, TagSpecifications: spec(types.ResourceTypeKeyPair)})
 			return err
 		}})
 	} else {
-		runs = append(runs, dryRun{"ec2:CreateKeyPair", func(ctx context.Context) error {
+		runs = append(runs, dryRun{action: "ec2:CreateKeyPair", call: func(ctx context.Context) error {
 			_, err := p.ec2.CreateKeyPair(ctx, &ec2.CreateKeyPairInput{DryRun: dry, KeyName: sdkaws.String(name),
 				KeyType: types.KeyTypeEd25519, TagSpecifications: spec(types.ResourceTypeKeyPair)})
 			return err
 		}})
 	}
 	if zone := firstOr(pf.r.Zones, ""); ami != "" && zone != "" {
-		runs = append(runs, dryRun{"ec2:RunInstances", func(ctx context.Context) error {
+		var note string
+		runs = append(runs, dryRun{action: "ec2:RunInstances", note: &note, call: func(ctx context.Context) error {
 			in := p.runInput(name, ami, madeUpGroup, zone, spec, cfg.InstanceCount())
 			in.DryRun = dry
 			_, err := p.ec2.RunInstances(ctx, in)
+			if code := errorCode(err); notFoundCodes[code] {
+				// The group, key and security group are up's to create
+				// first: asked again without them, the launch itself is.
+				in.KeyName, in.SecurityGroupIds, in.Placement.GroupName = nil, nil, nil
+				_, err = p.ec2.RunInstances(ctx, in)
+				note = fmt.Sprintf("; asked without the placement group, key pair and security group, which up creates first (%s)", code)
+			}
 			return err
 		}})
 	} else {
 		pf.r.add("ec2:RunInstances", Unknown, "no image or zone to ask with (see above)")
 	}
 	runs = append(runs,
-		dryRun{"ec2:CreateTags", func(ctx context.Context) error {
+		dryRun{action: "ec2:CreateTags", call: func(ctx context.Context) error {
 			_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{DryRun: dry, Resources: []string{madeUpInstance},
 				Tags: []types.Tag{{Key: sdkaws.String(TagLease), Value: sdkaws.String(now.Format(time.RFC3339))}}})
 			return err
 		}},
-		dryRun{"ec2:TerminateInstances", func(ctx context.Context) error {
+		dryRun{action: "ec2:TerminateInstances", call: func(ctx context.Context) error {
 			_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{DryRun: dry, InstanceIds: []string{madeUpInstance}})
 			return err
 		}},
-		dryRun{"ec2:DeletePlacementGroup", func(ctx context.Context) error {
+		dryRun{action: "ec2:DeletePlacementGroup", call: func(ctx context.Context) error {
 			_, err := p.ec2.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{DryRun: dry, GroupName: sdkaws.String(name)})
 			return err
 		}},
-		dryRun{"ec2:DeleteSecurityGroup", func(ctx context.Context) error {
+		dryRun{action: "ec2:DeleteSecurityGroup", call: func(ctx context.Context) error {
 			_, err := p.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{DryRun: dry, GroupId: sdkaws.String(madeUpGroup)})
 			return err
 		}},
-		dryRun{"ec2:DeleteKeyPair", func(ctx context.Context) error {
+		dryRun{action: "ec2:DeleteKeyPair", call: func(ctx context.Context) error {
 			_, err := p.ec2.DeleteKeyPair(ctx, &ec2.DeleteKeyPairInput{DryRun: dry, KeyPairId: sdkaws.String(madeUpKey)})
 			return err
 		}},
-		dryRun{"ec2:DescribeSecurityGroups", func(ctx context.Context) error {
+		dryRun{action: "ec2:DescribeSecurityGroups", call: func(ctx context.Context) error {
 			_, err := p.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{DryRun: dry})
 			return err
 		}},
-		dryRun{"ec2:DescribePlacementGroups", func(ctx context.Context) error {
+		dryRun{action: "ec2:DescribePlacementGroups", call: func(ctx context.Context) error {
 			_, err := p.ec2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{DryRun: dry})
 			return err
 		}},
-		dryRun{"ec2:DescribeKeyPairs", func(ctx context.Context) error {
+		dryRun{action: "ec2:DescribeKeyPairs", call: func(ctx context.Context) error {
 			_, err := p.ec2.DescribeKeyPairs(ctx, &ec2.DescribeKeyPairsInput{DryRun: dry})
 			return err
 		}},
 	)
 	for _, d := range runs {
-		pf.dryRunResult(ctx, d.action, d.call(ctx))
+		err := d.call(ctx)
+		pf.dryRunResult(ctx, d.action, err)
+		if d.note != nil && *d.note != "" && errorCode(err) == "DryRunOperation" {
+			pf.r.Checks[len(pf.r.Checks)-1].Why += *d.note
+		}
 	}
 }
 

@@ -57,6 +57,12 @@ func TestPreflight(t *testing.T) {
 			zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
 		{name: "link as fast", edit: func(c *Config) { c.LinkGbps = 200 },
 			zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
+		{name: "dry run checks what up creates first", faults: awsfake.Faults{DryRunChecksExistence: true},
+			says:  []string{"allowed (dry run); asked without the placement group, key pair and security group, which up creates first (InvalidPlacementGroup.Unknown)"},
+			zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
+		{name: "dry run checks what up creates first, launch denied", faults: awsfake.Faults{DryRunChecksExistence: true, Deny: map[string]bool{"ec2:RunInstances": true}},
+			failed: "ec2:RunInstances", says: []string{"not allowed: ec2:RunInstances on"},
+			zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,10 +93,10 @@ func TestPreflight(t *testing.T) {
 				if strings.Contains(line, "\n") || !strings.HasPrefix(line, "aws preflight: "+tc.failed+": ") {
 					t.Errorf("error %q: want one line naming %s", line, tc.failed)
 				}
-				for _, s := range tc.says {
-					if !strings.Contains(text.String(), s) {
-						t.Errorf("table lacks %q:\n%s", s, text.String())
-					}
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(text.String(), s) {
+					t.Errorf("table lacks %q:\n%s", s, text.String())
 				}
 			}
 			if strings.Join(r.Zones, ",") != strings.Join(tc.zones, ",") {

@@ -65,6 +65,10 @@ type Faults struct {
 	// type: DescribeInstanceTypeOfferings leaves them out and RunInstances
 	// there answers Unsupported.
 	NotOffered map[string][]string
+	// DryRunChecksExistence makes a dry run of RunInstances check, before
+	// the permission, that the placement group, key pair and security
+	// group it names exist (as EC2 may).
+	DryRunChecksExistence bool
 	// ImageArch gives an image another architecture than the AMI
 	// parameter it is named by says (DescribeImages, RunInstances).
 	ImageArch map[string]string

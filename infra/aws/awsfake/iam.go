@@ -81,8 +81,30 @@ func (f *Fake) dryRun(action string, form map[string][]string) *apiError {
 		if e := f.launchable(itype, it, zone, get(form, "ImageId")); e != nil {
 			return e
 		}
+		if f.cur.DryRunChecksExistence {
+			if e := f.namedExist(form); e != nil {
+				return e
+			}
+		}
 	}
 	return &apiError{status: 412, code: "DryRunOperation", message: "Request would have succeeded, but DryRun flag is set."}
+}
+
+// namedExist checks that the placement group, key pair and security
+// groups a RunInstances names exist.
+func (f *Fake) namedExist(form map[string][]string) *apiError {
+	if pg := get(form, "Placement.GroupName"); pg != "" && f.find("placement-group", func(r *Resource) bool { return r.Name == pg }) == nil {
+		return errf("InvalidPlacementGroup.Unknown", "The Placement Group '%s' is unknown.", pg)
+	}
+	if key := get(form, "KeyName"); key != "" && f.find("key-pair", func(r *Resource) bool { return r.Name == key }) == nil {
+		return errf("InvalidKeyPair.NotFound", "The key pair '%s' does not exist", key)
+	}
+	for _, sg := range list(form, "SecurityGroupId") {
+		if f.find("security-group", func(r *Resource) bool { return r.ID == sg }) == nil {
+			return errf("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
+		}
+	}
+	return nil
 }
 
 // launchable is what RunInstances checks of the type in zone and the

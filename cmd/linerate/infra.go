@@ -39,7 +39,7 @@ func runInfra(ctx context.Context, args []string) int {
 	c.StringVar(&op.AWS.Region, "region", "", "aws: region (required; never guessed)")
 	c.StringVar(&op.AWS.Profile, "profile", "", "aws: "+profileHelp)
 	c.BoolVar(&op.KeysFromEnv, "access-keys-from-env", false, "aws: "+keysEnvHelp+" instead of a profile")
-	c.StringVar(&f.Zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region)")
+	c.StringVar(&f.Zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region; zones that do not offer the type are skipped)")
 	c.StringVar(&f.SSHFrom, "ssh-from", "", "aws: "+sshFromHelp+" (yours)")
 	c.BoolVar(&op.SSHFromWide, "ssh-from-wide", false, "aws: admit an --ssh-from"+wideHelp)
 	c.StringVar(&f.AWS.PublicKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")

@@ -36,6 +36,10 @@ func TestPolicyIsWhatIsUsed(t *testing.T) {
 	if _, err := created.Up(ctx, spec(t)); err != nil {
 		t.Fatal(err)
 	}
+	// During the run: the lease renewed, as every Renew.
+	if err := created.renew(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	if err := created.Down(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -611,7 +611,7 @@ func (pf *preflight) dryRunResult(ctx context.Context, action string, err error)
 	case err == nil:
 		pf.r.add(action, Fail, "EC2 answered a dry run without DryRunOperation")
 	case code == "UnauthorizedOperation":
-		pf.denied(ctx, action, err)
+		pf.denied(ctx, action, action, err)
 	case notFoundCodes[code]:
 		pf.r.add(action, Unknown, "EC2 checked the resource the dry run names before the permission (%s)", code)
 	default:
@@ -624,7 +624,7 @@ func (pf *preflight) dryRunResult(ctx context.Context, action string, err error)
 func (pf *preflight) apiFailure(ctx context.Context, name, action string, err error) {
 	switch code := errorCode(err); code {
 	case "UnauthorizedOperation":
-		pf.denied(ctx, name, err)
+		pf.denied(ctx, name, action, err)
 	case "AccessDeniedException", "AccessDenied":
 		pf.r.add(name, Fail, "not allowed: %s (add it to the policy: linerate infra aws policy)", action)
 	default:
@@ -635,13 +635,14 @@ func (pf *preflight) apiFailure(ctx context.Context, name, action string, err er
 // encodedMark precedes an UnauthorizedOperation's encoded message.
 const encodedMark = "Encoded authorization failure message: "
 
-// denied records an UnauthorizedOperation: the action it names, decoded
-// with STS when that is allowed, else how to decode it.
-func (pf *preflight) denied(ctx context.Context, name string, err error) {
+// denied records check name's UnauthorizedOperation of action: the
+// action and resource the message names, decoded with STS when that is
+// allowed, else how to decode it.
+func (pf *preflight) denied(ctx context.Context, name, action string, err error) {
 	msg := apiMessage(err)
 	i := strings.Index(msg, encodedMark)
 	if i < 0 {
-		pf.r.add(name, Fail, "not allowed: %s", msg)
+		pf.r.add(name, Fail, "not allowed: %s (%s)", action, msg)
 		return
 	}
 	enc := strings.TrimSpace(msg[i+len(encodedMark):])
@@ -655,7 +656,7 @@ func (pf *preflight) denied(ctx context.Context, name string, err error) {
 			return
 		}
 	}
-	c := pf.r.add(name, Fail, "not allowed: %s; the encoded message below says why (sts:DecodeAuthorizationMessage is not allowed here: decode it where it is, with aws sts decode-authorization-message)", strings.TrimPrefix(name, "ec2:"))
+	c := pf.r.add(name, Fail, "not allowed: %s; the encoded message below says why (sts:DecodeAuthorizationMessage is not allowed here: decode it where it is, with aws sts decode-authorization-message)", action)
 	c.Encoded = enc
 }
 

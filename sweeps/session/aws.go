@@ -105,19 +105,19 @@ func awsProvider(ctx context.Context, st Settings, op *Operator, _ string) (infr
 
 // awsPreflight asks AWS, creating nothing, whether the pair can come up:
 // permissions (dry runs), the type, its zones and image, the vCPU quota.
-func awsPreflight(ctx context.Context, st Settings, op *Operator, campaign string, out io.Writer) error {
+func awsPreflight(ctx context.Context, st Settings, op *Operator, campaign string, out io.Writer) (Facts, error) {
 	cfg := awsConfig(st.(*aws.Settings), op)
 	if err := cfg.Validate(); err != nil {
-		return &InputError{Err: err}
+		return Facts{}, &InputError{Err: err}
 	}
 	p, err := aws.New(ctx, cfg)
 	if err != nil {
-		return err
+		return Facts{}, err
 	}
 	r := p.Preflight(ctx, aws.PreflightOptions{Campaign: campaign, AllowSlowerLink: op.AllowSlowerLink})
 	fmt.Fprintf(out, "aws preflight of %d × %s in %s, nothing created:\n", cfg.InstanceCount(), cfg.InstanceType, cfg.Region)
 	r.WriteText(out)
-	return input(r.Err())
+	return Facts{StatedLink: r.Network}, input(r.Err())
 }
 
 // awsCost is what the operator is asked to pay for.

@@ -11,23 +11,30 @@ import (
 	"github.com/linerate/linerate/sweeps"
 )
 
+// Facts are what a preflight learnt that a run records (env.json).
+type Facts struct {
+	// StatedLink is the network performance the provider states for the
+	// hosts ("200 Gigabit": aws's NetworkPerformance of the type).
+	StatedLink string
+}
+
 // preflight runs the row's Preflight, its table on out, or as progress
 // lines when out is nil.
-func (r *Row) preflight(ctx context.Context, s Settings, op *Operator, campaign string, out io.Writer) error {
+func (r *Row) preflight(ctx context.Context, s Settings, op *Operator, campaign string, out io.Writer) (Facts, error) {
 	if r.Preflight == nil {
-		return nil
+		return Facts{}, nil
 	}
 	if out != nil {
 		return r.Preflight(ctx, s, op, campaign, out)
 	}
 	var b bytes.Buffer
-	err := r.Preflight(ctx, s, op, campaign, &b)
+	facts, err := r.Preflight(ctx, s, op, campaign, &b)
 	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
 		if line != "" {
 			op.logf("%s", line)
 		}
 	}
-	return err
+	return facts, err
 }
 
 // Preflight checks, creating nothing, that campaign c's hosts can come
@@ -46,7 +53,8 @@ func (t *Table) Preflight(ctx context.Context, c *sweeps.Campaign, op *Operator,
 		fmt.Fprintf(out, "provider %s: nothing to check before it runs\n", row.Kind)
 		return nil
 	}
-	return row.preflight(ctx, s, op, c.Name, out)
+	_, err = row.preflight(ctx, s, op, c.Name, out)
+	return err
 }
 
 // AWSPolicy is the IAM policy linerate needs (aws.Policy) as JSON, for

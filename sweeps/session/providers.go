@@ -118,10 +118,11 @@ type Row struct {
 	// (`infra up`).
 	Provider func(ctx context.Context, s Settings, op *Operator, keep string) (infra.Provider, error)
 	// Preflight checks, creating nothing, that the pair the settings
-	// describe can come up for campaign, and writes what it checked to
-	// out; its error (an *InputError) names the first check that failed.
-	// nil: nothing to check.
-	Preflight func(ctx context.Context, s Settings, op *Operator, campaign string, out io.Writer) error
+	// describe can come up for campaign, writes what it checked to out,
+	// and returns what it learnt that the run records; its error (an
+	// *InputError) names the first check that failed. nil: nothing to
+	// check.
+	Preflight func(ctx context.Context, s Settings, op *Operator, campaign string, out io.Writer) (Facts, error)
 	// Record notes in the state `infra up` leaves what Down needs to find
 	// the pair again; nil: nothing beyond the kind.
 	Record func(st *PairState, p infra.Provider, op *Operator)

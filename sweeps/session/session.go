@@ -177,6 +177,7 @@ type Session struct {
 	place *placement
 	tuner hostTuner // applied; nil until then, and after the revert
 	snap  json.RawMessage
+	facts Facts // the preflight's
 }
 
 // Open checks the campaign (Check), takes the run directory dir (its
@@ -193,8 +194,9 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 	if err != nil {
 		return nil, err
 	}
+	var facts Facts
 	if opt.Provider == nil {
-		if err := prep.row.preflight(ctx, prep.settings, &opt.Operator, c.Name, nil); err != nil {
+		if facts, err = prep.row.preflight(ctx, prep.settings, &opt.Operator, c.Name, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +204,7 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{c: c, dir: dir, opt: opt, prep: prep, store: st}
+	s := &Session{c: c, dir: dir, opt: opt, prep: prep, store: st, facts: facts}
 	if prev, err := sweeps.ReadRun(dir); err == nil {
 		for _, r := range local.ReapOrphans(ctx, prev) {
 			opt.logf("sweep: stopped %s, left running by a killed runner", r)
@@ -267,7 +269,7 @@ func (s *Session) Run(ctx context.Context, opt RunOptions) (*sweeps.Summary, err
 	r := &sweeps.Runner{
 		Plan: p, Store: s.store, Servers: s.place.Servers, Bench: s.place.Bencher, Sampler: s.place.Sampler,
 		Progress:    opt.Progress,
-		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: s.place.Hosts},
+		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: s.place.Hosts, StatedLink: s.facts.StatedLink},
 		FaultCost:   s.place.FaultCost,
 		MaxAttempts: opt.MaxAttempts,
 		Redo:        opt.Redo,

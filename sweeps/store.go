@@ -138,6 +138,10 @@ type Environment struct {
 	// Link is the link as calibrated before the first cell (link.go);
 	// absent when not measured.
 	Link *Link `json:"link,omitempty"`
+	// StatedLink is the network performance the provider states for the
+	// hosts, as the preflight read it (aws: the instance type's
+	// NetworkPerformance, "200 Gigabit"); absent where none is stated.
+	StatedLink string `json:"stated_link,omitempty"`
 }
 
 // EnvSchema names the layout of Environment.

@@ -39,7 +39,7 @@ func runInfra(ctx context.Context, args []string) int {
 	c.StringVar(&op.AWS.Region, "region", "", "aws: region (required; never guessed)")
 	c.StringVar(&op.AWS.Profile, "profile", "", "aws: "+profileHelp)
 	c.BoolVar(&op.KeysFromEnv, "access-keys-from-env", false, "aws: "+keysEnvHelp+" instead of a profile")
-	c.StringVar(&f.Zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region)")
+	c.StringVar(&f.Zones, "zones", "", "aws: zones to try in order, comma-separated (default every zone of the region; zones that do not offer the type are skipped)")
 	c.StringVar(&f.SSHFrom, "ssh-from", "", "aws: "+sshFromHelp+" (yours)")
 	c.BoolVar(&op.SSHFromWide, "ssh-from-wide", false, "aws: admit an --ssh-from"+wideHelp)
 	c.StringVar(&f.AWS.PublicKey, "public-key", "", "aws: import this public key (with --private-key); default create a key pair")
@@ -50,8 +50,25 @@ func runInfra(ctx context.Context, args []string) int {
 	c.DurationVar(&op.SSHTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
 	c.StringVar(&op.AWS.Endpoint, "endpoint", "", "aws: "+endpointHelp)
 	c.BoolVar(&dryRun, "dry-run", false, "gc: only list what would be removed and why")
-	if code, done := c.parse(args, 1, 1, "want one of up, down, status, gc"); done {
+	c.BoolVar(&op.AllowSlowerLink, "allow-slower-link", false, "aws: pass an instance type whose stated network performance is below the campaign's link-gbps")
+	c.Float64Var(&f.AWS.LinkGbps, "link-gbps", 0, "aws up: the link expected, in Gbps; the preflight refuses a type that states less")
+	want := "want one of up, down, status, gc, preflight CAMPAIGN, or aws policy [CAMPAIGN]"
+	if code, done := c.parse(args, 1, 3, want); done {
 		return code
+	}
+	switch n := c.NArg(); c.Arg(0) {
+	case "preflight":
+		if n != 2 {
+			return c.usage("%s", want)
+		}
+	case "aws":
+		if n < 2 || c.Arg(1) != "policy" {
+			return c.usage("%s", want)
+		}
+	default:
+		if n != 1 {
+			return c.usage("%s", want)
+		}
 	}
 	f.Spec.Dir = session.RunDir(f.Spec.Dir, f.Spec.Campaign)
 	op.Console(os.Stdin, os.Stderr, yes)
@@ -74,6 +91,23 @@ func runInfra(ctx context.Context, args []string) int {
 		if err := tbl.Status(ctx, f.Spec.Campaign, f.Spec.Dir, &op, os.Stdout); err != nil {
 			return c.end(err)
 		}
+	case "preflight":
+		camp, err := tbl.Load(c.Arg(1))
+		if err != nil {
+			return c.bad("%v", err)
+		}
+		if op.SSHFrom, err = session.ParseSSHFrom(f.SSHFrom); err != nil {
+			return c.end(err)
+		}
+		if err := tbl.Preflight(ctx, camp, &op, os.Stdout); err != nil {
+			return c.end(err)
+		}
+	case "aws":
+		b, err := tbl.AWSPolicy(c.Arg(2), op.AWS.Region)
+		if err != nil {
+			return c.end(err)
+		}
+		os.Stdout.Write(b)
 	case "gc":
 		ok, err := tbl.GC(ctx, f.Kind, dryRun, &op, os.Stdout)
 		if err != nil && c.end(err) == 2 {
@@ -83,7 +117,7 @@ func runInfra(ctx context.Context, args []string) int {
 			return 1
 		}
 	default:
-		return c.bad("unknown action %q: want up, down, status or gc", c.Arg(0))
+		return c.bad("unknown action %q: want up, down, status, gc, preflight or aws", c.Arg(0))
 	}
 	return 0
 }

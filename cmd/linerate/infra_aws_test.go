@@ -216,6 +216,8 @@ workload:
 // minutes of cells and the link's calibration before them: 41m).
 func TestSweepRunRefusesPlanLongerThanDeadMan(t *testing.T) {
 	fakeEnv(t, "AKIDDEADMAN")
+	f := awsfake.New() // the preflight's; nothing is created
+	defer f.Close()
 	long := awsCampaign(t, ", ssh-from: 203.0.113.7/32, dead-man: 30m", "40m")
 	run := filepath.Join(t.TempDir(), "run")
 	code, _, stderr := linerate(t, "", "n\n", "sweep", "run", long, "--out", run,
@@ -228,7 +230,7 @@ func TestSweepRunRefusesPlanLongerThanDeadMan(t *testing.T) {
 	}
 	short := awsCampaign(t, ", ssh-from: 203.0.113.7/32, dead-man: 30m", "1m")
 	code, _, stderr = linerate(t, "", "n\n", "sweep", "run", short, "--out", filepath.Join(t.TempDir(), "run"),
-		"--access-keys-from-env", "--aws-endpoint", "http://127.0.0.1:9")
+		"--access-keys-from-env", "--aws-endpoint", f.URL)
 	if code != 1 || !strings.Contains(stderr, "not launched") {
 		t.Errorf("a plan within the dead-man: exit %d, want the cost prompt's no:\n%s", code, stderr)
 	}
@@ -238,8 +240,10 @@ func TestSweepRunRefusesPlanLongerThanDeadMan(t *testing.T) {
 // unless --ssh-from-wide says it is meant.
 func TestSSHFromWideRefused(t *testing.T) {
 	fakeEnv(t, "AKIDWIDE")
+	f := awsfake.New() // the preflight's; nothing is created
+	defer f.Close()
 	wide := awsCampaign(t, ", ssh-from: 10.0.0.0/8", "1s")
-	base := []string{"sweep", "run", wide, "--out", filepath.Join(t.TempDir(), "run"), "--access-keys-from-env", "--aws-endpoint", "http://127.0.0.1:9"}
+	base := []string{"sweep", "run", wide, "--out", filepath.Join(t.TempDir(), "run"), "--access-keys-from-env", "--aws-endpoint", f.URL}
 	for _, tc := range []struct {
 		extra []string
 		code  int

@@ -61,7 +61,10 @@ func runSweep(ctx context.Context, args []string) int {
 	case c.Arg(0) == "plan" && *asJSON:
 		return c.json(p)
 	case c.Arg(0) == "plan":
-		return c.end(sweeps.WritePlan(os.Stdout, p))
+		if err := sweeps.WritePlan(os.Stdout, p); err != nil {
+			return c.end(err)
+		}
+		return r.preflightWithCredentials(ctx, c, camp)
 	}
 	dir := session.RunDir(*out, camp.Name)
 	s, code := r.open(ctx, c, camp, dir, session.PlanWork(p, ro.Only))
@@ -137,6 +140,7 @@ func bindRemoteFlags(c *cli, profilesHelp, runOnly string) *remoteFlags {
 	c.BoolVar(&f.opt.SSHFromWide, "ssh-from-wide", false, "aws provider: admit an ssh-from"+wideHelp)
 	c.StringVar(&f.opt.AWS.Endpoint, "aws-endpoint", "", "aws provider: "+endpointHelp)
 	c.BoolVar(&f.yes, "yes", false, "aws provider: launch the pair without asking (the cost is still printed)")
+	c.BoolVar(&f.opt.AllowSlowerLink, "allow-slower-link", false, "aws provider: pass an instance type whose stated network performance is below the campaign's provider.link-gbps")
 	c.StringVar(&f.opt.AgentMetrics, "agent-metrics-listen", "", "ssh and aws providers: the server host's agent serves its host figures at http://ADDR/metrics, ADDR on that host (e.g. its data address and a port)")
 	// Tests tune a fixture tree (tuning/testdata) instead of this machine.
 	c.StringVar(&f.opt.TuningRoot, "tuning-root", "/", "local provider: root of the /proc, /sys and /etc the profile tunes; anything but / is a fixture tree")
@@ -181,6 +185,23 @@ func (f *remoteFlags) open(ctx context.Context, c *cli, camp *sweeps.Campaign, d
 		return nil, c.end(err)
 	}
 	return s, 0
+}
+
+// preflightWithCredentials is sweep plan's preflight: run when the
+// operator gave credentials (--aws-profile, --access-keys-from-env), its
+// table after the plan.
+func (f *remoteFlags) preflightWithCredentials(ctx context.Context, c *cli, camp *sweeps.Campaign) int {
+	if f.opt.AWS.Profile == "" && !f.opt.KeysFromEnv {
+		return 0
+	}
+	c.input, c.stopped = is[*session.InputError], ctx
+	var err error
+	if f.opt.SSHFrom, err = session.ParseSSHFrom(f.sshFrom); err != nil {
+		return c.end(err)
+	}
+	f.opt.Console(os.Stdin, os.Stderr, f.yes)
+	fmt.Println()
+	return c.end(session.Default().Preflight(ctx, camp, &f.opt.Operator, os.Stdout))
 }
 
 // close reverts and tears down, Ctrl-C included: what the session started

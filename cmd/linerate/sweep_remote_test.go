@@ -145,8 +145,10 @@ workload:
 	if err := os.WriteFile(campaign, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// An endpoint nothing listens on: refusing must not reach it.
-	args := []string{"sweep", "run", campaign, "--out", filepath.Join(dir, "run"), "--access-keys-from-env", "--aws-endpoint", "http://127.0.0.1:9"}
+	// The preflight asks the fake, creating nothing; then the prompt.
+	f := awsfake.New()
+	defer f.Close()
+	args := []string{"sweep", "run", campaign, "--out", filepath.Join(dir, "run"), "--access-keys-from-env", "--aws-endpoint", f.URL}
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDFAKEFAKEFAKE")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-secret")
 	code, _, stderr := linerate(t, "", "n\n", args...)
@@ -155,8 +157,6 @@ workload:
 	}
 	// Without a price in the campaign, the prompt shows the Price List
 	// API's (the fake's) for the pair, and "n" creates nothing.
-	f := awsfake.New()
-	defer f.Close()
 	noPrice := strings.Replace(src, ", hourly-usd: 3.5", "", 1)
 	noPriceFile := filepath.Join(dir, "aws-noprice.yaml")
 	if err := os.WriteFile(noPriceFile, []byte(noPrice), 0o644); err != nil {

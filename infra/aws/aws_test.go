@@ -135,6 +135,23 @@ func TestUpDownScenarios(t *testing.T) {
 						t.Errorf("instance %s in %s, want us-east-1b", in.ID, in.Zone)
 					}
 				}
+				// us-east-1b's instances are in a group of their own.
+				for _, r := range f.Live() {
+					if r.Kind == "instance" && r.PlacementGroup != "linerate-study-1-"+p.Owner()+"-us-east-1b" {
+						t.Errorf("instance %s in group %s, want us-east-1b's", r.ID, r.PlacementGroup)
+					}
+				}
+			}},
+		{name: "not offered in the first zone", faults: awsfake.Faults{NotOffered: map[string][]string{"c8gn.16xlarge": {"us-east-1a"}}},
+			check: func(t *testing.T, f *awsfake.Fake, p *Provider) {
+				if n := count(f.Calls(), "RunInstances"); n != 1 {
+					t.Errorf("RunInstances %d times, want 1 (us-east-1a skipped: not offered)", n)
+				}
+				for _, in := range p.Instances() {
+					if in.Zone != "us-east-1b" {
+						t.Errorf("instance %s in %s, want us-east-1b", in.ID, in.Zone)
+					}
+				}
 			}},
 		{name: "no capacity anywhere", faults: awsfake.Faults{NoCapacityZones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}},
 			wantErr: "no zone had capacity"},
@@ -467,13 +484,13 @@ func TestSettings(t *testing.T) {
 		t.Error("ssh-from \"me\" accepted")
 	}
 	study := Settings{InstanceType: "c8gn.16xlarge", Count: 2, Placement: "cluster", OS: "al2023", Region: "us-east-1",
-		Zones: []string{"us-east-1a"}, SSHFrom: from, DeadMan: 2 * time.Hour, HourlyUSD: 3.5}
+		Zones: []string{"us-east-1a"}, SSHFrom: from, DeadMan: 2 * time.Hour, HourlyUSD: 3.5, LinkGbps: 200}
 	if err := study.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	c := study.Config(Access{Profile: "lab"})
 	if c.InstanceType != "c8gn.16xlarge" || c.SSHFrom.String() != "203.0.113.7/32" || c.DeadMan != 2*time.Hour || c.HourlyUSD != 3.5 ||
-		c.Zones[0] != "us-east-1a" || c.Region != "us-east-1" || c.Profile != "lab" {
+		c.Zones[0] != "us-east-1a" || c.Region != "us-east-1" || c.Profile != "lab" || c.LinkGbps != 200 {
 		t.Errorf("%+v", c)
 	}
 	if c := study.Config(Access{Region: "eu-west-1"}); c.Region != "eu-west-1" {
@@ -501,6 +518,8 @@ func TestSettings(t *testing.T) {
 		{func(s *Settings) { s.OS = "ubuntu" }, "os"},
 		{func(s *Settings) { s.DeadMan = time.Minute }, "dead-man"},
 		{func(s *Settings) { s.HourlyUSD = -1 }, "hourly-usd"},
+		{func(s *Settings) { s.LinkGbps = -1 }, "link-gbps"},
+		{func(s *Settings) { s.LinkGbps = 20000 }, "link-gbps"},
 		{func(s *Settings) { s.PublicKey = "/k.pub" }, "private-key"},
 		{func(s *Settings) { s.PrivateKey = "/k" }, "public-key"},
 	} {

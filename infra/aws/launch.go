@@ -137,7 +137,7 @@ func (p *Provider) securityGroup(ctx context.Context, name, campaign, owner stri
 	var id string
 	sg, err := p.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
 		GroupName:         sdkaws.String(name),
-		Description:       sdkaws.String("linerate campaign " + campaign + ": SSH from the operator, all traffic within the group"),
+		Description:       sdkaws.String(groupDescription(campaign)),
 		TagSpecifications: tags,
 	})
 	switch {
@@ -150,6 +150,22 @@ func (p *Provider) securityGroup(ctx context.Context, name, campaign, owner stri
 	default:
 		id = sdkaws.ToString(sg.GroupId)
 	}
+	if _, err := p.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{
+		GroupId: sdkaws.String(id), IpPermissions: p.ingress(id),
+	}); err != nil && errorCode(err) != "InvalidPermission.Duplicate" {
+		return "", fmt.Errorf("aws up: authorize %s: %w", id, err)
+	}
+	return id, nil
+}
+
+// groupDescription is the security group's description.
+func groupDescription(campaign string) string {
+	return "linerate campaign " + campaign + ": SSH from the operator, all traffic within the group"
+}
+
+// ingress are the rules of security group id: SSH from SSHFrom, all
+// traffic from the group itself.
+func (p *Provider) ingress(id string) []types.IpPermission {
 	ssh := types.IpPermission{IpProtocol: sdkaws.String("tcp"), FromPort: sdkaws.Int32(22), ToPort: sdkaws.Int32(22)}
 	from, desc := p.cfg.SSHFrom.Masked().String(), sdkaws.String("linerate operator")
 	if p.cfg.SSHFrom.Addr().Is4() {
@@ -157,15 +173,9 @@ func (p *Provider) securityGroup(ctx context.Context, name, campaign, owner stri
 	} else {
 		ssh.Ipv6Ranges = []types.Ipv6Range{{CidrIpv6: sdkaws.String(from), Description: desc}}
 	}
-	if _, err := p.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{
-		GroupId: sdkaws.String(id),
-		IpPermissions: []types.IpPermission{ssh,
-			{IpProtocol: sdkaws.String("-1"), UserIdGroupPairs: []types.UserIdGroupPair{{GroupId: sdkaws.String(id)}}},
-		},
-	}); err != nil && errorCode(err) != "InvalidPermission.Duplicate" {
-		return "", fmt.Errorf("aws up: authorize %s: %w", id, err)
+	return []types.IpPermission{ssh,
+		{IpProtocol: sdkaws.String("-1"), UserIdGroupPairs: []types.UserIdGroupPair{{GroupId: sdkaws.String(id)}}},
 	}
-	return id, nil
 }
 
 // ownGroupID finds this owner's security group called name.
@@ -200,38 +210,41 @@ usermod -aG docker ec2-user
 // capacity for the pair. The client token makes a resent request (after a
 // lost answer) the same launch.
 func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func(types.ResourceType) []types.TagSpecification, count int) ([]Instance, error) {
-	zones := p.cfg.Zones
+	p.mu.Lock()
+	zones := p.zones
+	p.mu.Unlock()
+	if zones == nil {
+		zones = p.cfg.Zones
+	}
 	if len(zones) == 0 {
-		out, err := p.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
-		if err != nil {
+		var err error
+		if zones, err = p.regionZones(ctx); err != nil {
 			return nil, fmt.Errorf("aws up: list zones: %w", err)
 		}
-		for _, z := range out.AvailabilityZones {
-			if z.State == types.AvailabilityZoneStateAvailable && (z.ZoneType == nil || *z.ZoneType == "availability-zone") {
-				zones = append(zones, sdkaws.ToString(z.ZoneName))
+	}
+	zones = p.offeredOnly(ctx, zones)
+	if len(zones) == 0 {
+		return nil, fmt.Errorf("aws up: no available zone in %s offers %s", p.cfg.Region, p.cfg.InstanceType)
+	}
+	var tried []string
+	group := name
+	for i, z := range zones {
+		if i > 0 {
+			// A cluster group keeps its instances in one zone: the next
+			// zone gets a group of its own (Down removes every group of
+			// the owner).
+			group = name + "-" + z
+			p.logf("aws: a placement group %s in %s", group, z)
+			if err := p.placementGroup(ctx, group, spec(types.ResourceTypePlacementGroup)); err != nil {
+				return nil, err
 			}
 		}
-		sort.Strings(zones)
-	}
-	if len(zones) == 0 {
-		return nil, fmt.Errorf("aws up: no available zone in %s", p.cfg.Region)
-	}
-	tagSpecs := append(spec(types.ResourceTypeInstance), spec(types.ResourceTypeVolume)...)
-	var tried []string
-	for _, z := range zones {
+		in := p.runInput(name, ami, sgID, z, spec, count)
+		in.Placement.GroupName = sdkaws.String(group)
 		token := make([]byte, 8)
 		rand.Read(token)
-		out, err := p.ec2.RunInstances(ctx, &ec2.RunInstancesInput{
-			ImageId: sdkaws.String(ami), InstanceType: types.InstanceType(p.cfg.InstanceType),
-			MinCount: sdkaws.Int32(int32(count)), MaxCount: sdkaws.Int32(int32(count)),
-			KeyName:                           sdkaws.String(name),
-			SecurityGroupIds:                  []string{sgID},
-			Placement:                         &types.Placement{AvailabilityZone: sdkaws.String(z), GroupName: sdkaws.String(name)},
-			UserData:                          sdkaws.String(base64.StdEncoding.EncodeToString([]byte(UserData(p.cfg.DeadMan)))),
-			InstanceInitiatedShutdownBehavior: types.ShutdownBehaviorTerminate,
-			TagSpecifications:                 tagSpecs,
-			ClientToken:                       sdkaws.String(hex.EncodeToString(token)),
-		})
+		in.ClientToken = sdkaws.String(hex.EncodeToString(token))
+		out, err := p.ec2.RunInstances(ctx, in)
 		if code := errorCode(err); code == "InsufficientInstanceCapacity" || code == "Unsupported" {
 			p.logf("aws: %s in %s: %s; trying the next zone", p.cfg.InstanceType, z, code)
 			tried = append(tried, z+" ("+code+")")
@@ -259,6 +272,66 @@ func (p *Provider) launch(ctx context.Context, name, ami, sgID string, spec func
 		return insts, nil
 	}
 	return nil, fmt.Errorf("aws up: no zone had capacity for %d × %s: %s", count, p.cfg.InstanceType, strings.Join(tried, ", "))
+}
+
+// offeredOnly are the zones among zones that offer the instance type, in
+// their order: the preflight's finding when it ran on this provider,
+// else EC2's offerings asked now (all of zones when that fails: a zone
+// that does not offer the type then answers Unsupported).
+func (p *Provider) offeredOnly(ctx context.Context, zones []string) []string {
+	p.mu.Lock()
+	checked := p.zones != nil
+	p.mu.Unlock()
+	if checked {
+		return zones
+	}
+	offered, err := p.offeredZones(ctx, p.cfg.InstanceType)
+	if err != nil {
+		p.logf("aws: where %s is offered: %v (every zone is tried)", p.cfg.InstanceType, err)
+		return zones
+	}
+	var out []string
+	for _, z := range zones {
+		if offered[z] {
+			out = append(out, z)
+		} else {
+			p.logf("aws: %s is not offered in %s; skipped", p.cfg.InstanceType, z)
+		}
+	}
+	return out
+}
+
+// offeredZones are the zones of the region that offer the instance type.
+func (a *Account) offeredZones(ctx context.Context, instanceType string) (map[string]bool, error) {
+	offered := map[string]bool{}
+	in := &ec2.DescribeInstanceTypeOfferingsInput{
+		LocationType: types.LocationTypeAvailabilityZone,
+		Filters:      []types.Filter{{Name: sdkaws.String("instance-type"), Values: []string{instanceType}}},
+	}
+	for pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(a.ec2, in); pg.HasMorePages(); {
+		out, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range out.InstanceTypeOfferings {
+			offered[sdkaws.ToString(o.Location)] = true
+		}
+	}
+	return offered, nil
+}
+
+// runInput is the launch of count instances in zone.
+func (p *Provider) runInput(name, ami, sgID, zone string, spec func(types.ResourceType) []types.TagSpecification, count int) *ec2.RunInstancesInput {
+	return &ec2.RunInstancesInput{
+		ImageId: sdkaws.String(ami), InstanceType: types.InstanceType(p.cfg.InstanceType),
+		MinCount: sdkaws.Int32(int32(count)), MaxCount: sdkaws.Int32(int32(count)),
+		KeyName:                           sdkaws.String(name),
+		SecurityGroupIds:                  []string{sgID},
+		Placement:                         &types.Placement{AvailabilityZone: sdkaws.String(zone), GroupName: sdkaws.String(name)},
+		UserData:                          sdkaws.String(base64.StdEncoding.EncodeToString([]byte(UserData(p.cfg.DeadMan)))),
+		InstanceInitiatedShutdownBehavior: types.ShutdownBehaviorTerminate,
+		TagSpecifications:                 append(spec(types.ResourceTypeInstance), spec(types.ResourceTypeVolume)...),
+	}
 }
 
 // waitRunning polls until both instances run and have addresses. Right

@@ -63,10 +63,15 @@ type Config struct {
 	// HourlyUSD is the on-demand price of one instance, for the cost
 	// prompt; 0 is unknown.
 	HourlyUSD float64
-	// Instances is how many the pair has, for the cost prompt: a server
-	// and its clients; 0 is 2. Up launches 1 + Spec.Clients.
+	// Instances is how many the pair has, for the cost prompt and the
+	// preflight's quota: a server and its clients; 0 is 2. Up launches
+	// 1 + Spec.Clients.
 	Instances int
-	Dist      string // linerate binaries for upload; default dist
+	// LinkGbps is the link the campaign expects between its hosts; the
+	// preflight refuses a type whose stated network performance is lower
+	// (unless allowed). 0: none stated.
+	LinkGbps float64
+	Dist     string // linerate binaries for upload; default dist
 
 	// Lease is how long resources stay their owner's after the last
 	// renewal (default 20m); Renew is how often a running owner renews
@@ -215,6 +220,9 @@ type Provider struct {
 	instances []Instance
 	hosts     []infra.Host
 	stopRenew func()
+	// zones are where the preflight found the type offered, in the order
+	// to try; nil: no preflight ran, every configured zone is tried.
+	zones []string
 }
 
 // New checks cfg and builds the SDK clients.
@@ -321,17 +329,7 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 	}()
 	p.logf("aws: campaign %s, owner %s (lease %v, renewed every %v)", s.Campaign, owner, p.cfg.Lease, p.cfg.Renew)
 	name := resourceName(s.Campaign, owner)
-	tags := []types.Tag{
-		{Key: sdkaws.String(TagCampaign), Value: sdkaws.String(s.Campaign)},
-		{Key: sdkaws.String(TagOwner), Value: sdkaws.String(owner)},
-		{Key: sdkaws.String(TagLease), Value: sdkaws.String(now.Add(p.cfg.Lease).Format(time.RFC3339))},
-		{Key: sdkaws.String(TagCreated), Value: sdkaws.String(now.Format(time.RFC3339))},
-		{Key: sdkaws.String(TagDeadline), Value: sdkaws.String(now.Add(p.cfg.DeadMan).Format(time.RFC3339))},
-		{Key: sdkaws.String("Name"), Value: sdkaws.String(name)},
-	}
-	spec := func(rt types.ResourceType) []types.TagSpecification {
-		return []types.TagSpecification{{ResourceType: rt, Tags: tags}}
-	}
+	spec := p.tagSpecs(s.Campaign, owner, now)
 
 	// Earlier runs of this campaign whose owner stopped renewing: the
 	// same collection as GC, limited to this campaign. They are not in
@@ -384,6 +382,21 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		pair.Clients = hosts[1:]
 	}
 	return pair, nil
+}
+
+// tagSpecs are the tags of what Up creates at now, by resource type.
+func (p *Provider) tagSpecs(campaign, owner string, now time.Time) func(types.ResourceType) []types.TagSpecification {
+	tags := []types.Tag{
+		{Key: sdkaws.String(TagCampaign), Value: sdkaws.String(campaign)},
+		{Key: sdkaws.String(TagOwner), Value: sdkaws.String(owner)},
+		{Key: sdkaws.String(TagLease), Value: sdkaws.String(now.Add(p.cfg.Lease).Format(time.RFC3339))},
+		{Key: sdkaws.String(TagCreated), Value: sdkaws.String(now.Format(time.RFC3339))},
+		{Key: sdkaws.String(TagDeadline), Value: sdkaws.String(now.Add(p.cfg.DeadMan).Format(time.RFC3339))},
+		{Key: sdkaws.String("Name"), Value: sdkaws.String(resourceName(campaign, owner))},
+	}
+	return func(rt types.ResourceType) []types.TagSpecification {
+		return []types.TagSpecification{{ResourceType: rt, Tags: tags}}
+	}
 }
 
 // connect waits for SSH on each instance and connects. Keys are pinned per

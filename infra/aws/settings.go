@@ -30,6 +30,8 @@ import (
 //	  private-key: ~/.ssh/lab
 //	  dead-man: 4h                 # sweep run refuses a longer plan
 //	  hourly-usd: 3.5              # per instance, for the cost prompt
+//	  link-gbps: 200               # the link expected; preflight holds the
+//	                               # type's stated network performance to it
 type Settings struct {
 	InstanceType string        `yaml:"instance-type"`
 	Count        int           `yaml:"count"`
@@ -44,7 +46,14 @@ type Settings struct {
 	DeadMan      time.Duration `yaml:"dead-man"`
 	HourlyUSD    float64       `yaml:"hourly-usd"`
 	Dist         string        `yaml:"dist"`
+	// LinkGbps is the link the campaign expects between its hosts, in
+	// Gbps: the preflight refuses a type whose stated network
+	// performance is lower, unless --allow-slower-link. 0: none stated.
+	LinkGbps float64 `yaml:"link-gbps"`
 }
+
+// MaxLinkGbps bounds link-gbps: beyond it a value is a typo.
+const MaxLinkGbps = 10000
 
 // Source is where SSH may come from: a CIDR, or one address (its /32 or
 // /128).
@@ -80,6 +89,9 @@ func (s Settings) Validate() error {
 	if s.OS != "" && s.OS != "al2023" {
 		errs = append(errs, infra.Fieldf("os", "%q: want al2023 (Amazon Linux 2023, the image the AMI parameter names)", s.OS))
 	}
+	if !(s.LinkGbps >= 0 && s.LinkGbps <= MaxLinkGbps) {
+		errs = append(errs, infra.Fieldf("link-gbps", "%g: want 0 (none stated) to %d", s.LinkGbps, MaxLinkGbps))
+	}
 	for _, p := range launchProblems(s.InstanceType, s.PublicKey, s.PrivateKey, s.DeadMan, s.HourlyUSD) {
 		errs = append(errs, infra.Fieldf(p.field, "%s", p.msg))
 	}
@@ -94,7 +106,7 @@ func (s Settings) Config(a Access) Config {
 	}
 	return Config{Access: a, InstanceType: s.InstanceType, Zones: s.Zones, SSHFrom: s.SSHFrom.Prefix,
 		PublicKeyFile: s.PublicKey, PrivateKeyFile: s.PrivateKey, User: s.User, DeadMan: s.DeadMan,
-		HourlyUSD: s.HourlyUSD, Dist: s.Dist, Instances: s.Count}
+		HourlyUSD: s.HourlyUSD, Dist: s.Dist, Instances: s.Count, LinkGbps: s.LinkGbps}
 }
 
 // Clients makes the settings launch a server and n clients, or says why

@@ -20,10 +20,11 @@ const PairUpAllowance = 15 * time.Minute
 
 func awsRow() *Row {
 	return &Row{Kind: "aws", Hosts: HostsAgents, Estimate: remoteEstimate(),
-		Settings: func() Settings { return &aws.Settings{} },
-		Check:    awsCheck,
-		Clients:  func(s Settings, n int) error { return s.(*aws.Settings).Clients(n) },
-		Provider: awsProvider,
+		Settings:  func() Settings { return &aws.Settings{} },
+		Check:     awsCheck,
+		Clients:   func(s Settings, n int) error { return s.(*aws.Settings).Clients(n) },
+		Provider:  awsProvider,
+		Preflight: awsPreflight,
 		Record: func(st *PairState, p infra.Provider, op *Operator) {
 			st.Region, st.Profile, st.KeysEnv, st.Endpoint = op.AWS.Region, op.AWS.Profile, op.KeysFromEnv, op.AWS.Endpoint
 			st.Owner = p.(*aws.Provider).Owner()
@@ -100,6 +101,23 @@ func awsProvider(ctx context.Context, st Settings, op *Operator, _ string) (infr
 	}
 	p.Log = op.Log
 	return p, nil
+}
+
+// awsPreflight asks AWS, creating nothing, whether the pair can come up:
+// permissions (dry runs), the type, its zones and image, the vCPU quota.
+func awsPreflight(ctx context.Context, st Settings, op *Operator, campaign string, out io.Writer) (Facts, error) {
+	cfg := awsConfig(st.(*aws.Settings), op)
+	if err := cfg.Validate(); err != nil {
+		return Facts{}, &InputError{Err: err}
+	}
+	p, err := aws.New(ctx, cfg)
+	if err != nil {
+		return Facts{}, err
+	}
+	r := p.Preflight(ctx, aws.PreflightOptions{Campaign: campaign, AllowSlowerLink: op.AllowSlowerLink})
+	fmt.Fprintf(out, "aws preflight of %d × %s in %s, nothing created:\n", cfg.InstanceCount(), cfg.InstanceType, cfg.Region)
+	r.WriteText(out)
+	return Facts{StatedLink: r.Network}, input(r.Err())
 }
 
 // awsCost is what the operator is asked to pay for.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +37,10 @@ type fakeProvider struct {
 	mu         sync.Mutex
 	rack       string
 	ups, downs int
+	// steps are the row's calls in order: preflight, provider.
+	steps []string
+	// refuse makes the preflight fail.
+	refuse bool
 }
 
 func (*fakeProvider) Kind() string { return "fake" }
@@ -58,7 +64,16 @@ func fakeRow(p *fakeProvider) *Row {
 	return &Row{Kind: "fake", Hosts: HostsHere,
 		Estimate: sweeps.EstimateParams{ServerStart: lab.Duration(7 * time.Second), CellOverhead: lab.Duration(time.Second), PrefillRate: 1 << 30},
 		Settings: func() Settings { return &fakeSettings{} },
+		Preflight: func(_ context.Context, s Settings, _ *Operator, _ string, out io.Writer) (Facts, error) {
+			p.steps = append(p.steps, "preflight")
+			fmt.Fprintln(out, "fake preflight: rack", s.(*fakeSettings).Rack)
+			if p.refuse {
+				return Facts{}, input(errors.New("fake preflight: the rack is full"))
+			}
+			return Facts{StatedLink: "40 Gigabit in " + s.(*fakeSettings).Rack}, nil
+		},
 		Provider: func(_ context.Context, s Settings, _ *Operator, _ string) (infra.Provider, error) {
+			p.steps = append(p.steps, "provider")
 			p.rack = s.(*fakeSettings).Rack
 			return p, nil
 		},
@@ -111,6 +126,24 @@ func TestARowIsAProvider(t *testing.T) {
 	if p.rack != "r7" || p.ups != 1 || p.downs != 1 {
 		t.Errorf("provider got rack %q, %d ups, %d downs; want r7, 1, 1", p.rack, p.ups, p.downs)
 	}
+	// The preflight ran first, and env.json records what it learnt.
+	if strings.Join(p.steps, ",") != "preflight,provider" {
+		t.Errorf("the row's steps: %v, want the preflight before the provider", p.steps)
+	}
+	var env sweeps.Environment
+	if b, err := os.ReadFile(filepath.Join(dir, "run", "env.json")); err != nil || json.Unmarshal(b, &env) != nil || env.StatedLink != "40 Gigabit in r7" {
+		t.Errorf("env.json %v: stated_link %q, want the preflight's", err, env.StatedLink)
+	}
+	// A failed preflight stops Open before the run directory or the
+	// provider: nothing was made.
+	p.refuse, p.steps = true, nil
+	if _, err := Open(ctx, c, filepath.Join(dir, "refused"), Options{Table: table}); !errors.As(err, new(*InputError)) || !strings.Contains(err.Error(), "the rack is full") {
+		t.Errorf("Open with a failing preflight: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "refused")); !os.IsNotExist(err) || strings.Join(p.steps, ",") != "preflight" {
+		t.Errorf("a failed preflight went on: steps %v, run directory %v", p.steps, err)
+	}
+	p.refuse = false
 	var plan sweeps.Plan
 	if b, err := os.ReadFile(filepath.Join(dir, "run", sweeps.PlanFile)); err != nil || json.Unmarshal(b, &plan) != nil ||
 		len(plan.Cells) != 4 || plan.Estimate.Params.ServerStart.D() != 7*time.Second {

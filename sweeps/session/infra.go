@@ -169,6 +169,9 @@ func (t *Table) Up(ctx context.Context, kind string, s Settings, spec infra.Spec
 	if err := s.Validate(); err != nil {
 		return nil, input(flagErrors("up", err))
 	}
+	if _, err := row.preflight(ctx, s, op, spec.Campaign, nil); err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
 	st := PairState{Kind: kind, Campaign: spec.Campaign, Started: time.Now().UTC()}
 	prov, err := row.Provider(ctx, s, op, spec.Campaign)
 	if err != nil {

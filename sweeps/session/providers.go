@@ -70,6 +70,9 @@ type Operator struct {
 	// SSHTimeout is how long new instances get to answer SSH; 0 is the
 	// provider's default.
 	SSHTimeout time.Duration
+	// AllowSlowerLink lets the aws preflight pass an instance type whose
+	// stated network performance is below the campaign's link-gbps.
+	AllowSlowerLink bool
 	// Confirm is told what bringing the pair up costs and says whether to
 	// go on; nil refuses whatever costs money.
 	Confirm func(cost string) bool
@@ -114,6 +117,12 @@ type Row struct {
 	// without it). keep, when set, names a pair that outlives this process
 	// (`infra up`).
 	Provider func(ctx context.Context, s Settings, op *Operator, keep string) (infra.Provider, error)
+	// Preflight checks, creating nothing, that the pair the settings
+	// describe can come up for campaign, writes what it checked to out,
+	// and returns what it learnt that the run records; its error (an
+	// *InputError) names the first check that failed. nil: nothing to
+	// check.
+	Preflight func(ctx context.Context, s Settings, op *Operator, campaign string, out io.Writer) (Facts, error)
 	// Record notes in the state `infra up` leaves what Down needs to find
 	// the pair again; nil: nothing beyond the kind.
 	Record func(st *PairState, p infra.Provider, op *Operator)

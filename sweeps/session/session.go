@@ -105,15 +105,9 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 	}
 	// A provider given in place of the settings' makes their key files,
 	// credentials and deadlines its own business.
-	if row.Check != nil && opt.Provider == nil {
-		if err := row.Check(s, &opt.Operator, opt.Work); err != nil {
-			var ce *CampaignError
-			if fields, _ := infra.FieldErrors(err); len(fields) > 0 {
-				err = c.Provider.Locate(err)
-			} else if errors.As(err, &ce) {
-				err = fmt.Errorf("%s: %w", c.File, err)
-			}
-			return nil, input(err)
+	if opt.Provider == nil {
+		if err := checkRow(c, row, s, &opt.Operator, opt.Work); err != nil {
+			return nil, err
 		}
 	}
 	if opt.TuningRoot != "" && opt.TuningRoot != "/" {
@@ -129,6 +123,25 @@ func check(c *sweeps.Campaign, opt *Options) (*prepared, error) {
 		return nil, input(err)
 	}
 	return &prepared{row: row, settings: s, profile: prof}, nil
+}
+
+// checkRow is the row's Check of c's settings s, its errors located in
+// c (*InputError).
+func checkRow(c *sweeps.Campaign, row *Row, s Settings, op *Operator, w Work) error {
+	if row.Check == nil {
+		return nil
+	}
+	err := row.Check(s, op, w)
+	if err == nil {
+		return nil
+	}
+	var ce *CampaignError
+	if fields, _ := infra.FieldErrors(err); len(fields) > 0 {
+		err = c.Provider.Locate(err)
+	} else if errors.As(err, &ce) {
+		err = fmt.Errorf("%s: %w", c.File, err)
+	}
+	return input(err)
 }
 
 // Plan is c's plan as far as it is known before its hosts are up: exact
@@ -164,6 +177,7 @@ type Session struct {
 	place *placement
 	tuner hostTuner // applied; nil until then, and after the revert
 	snap  json.RawMessage
+	facts Facts // the preflight's
 }
 
 // Open checks the campaign (Check), takes the run directory dir (its
@@ -180,11 +194,17 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 	if err != nil {
 		return nil, err
 	}
+	var facts Facts
+	if opt.Provider == nil {
+		if facts, err = prep.row.preflight(ctx, prep.settings, &opt.Operator, c.Name, nil); err != nil {
+			return nil, err
+		}
+	}
 	st, err := sweeps.OpenStore(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{c: c, dir: dir, opt: opt, prep: prep, store: st}
+	s := &Session{c: c, dir: dir, opt: opt, prep: prep, store: st, facts: facts}
 	if prev, err := sweeps.ReadRun(dir); err == nil {
 		for _, r := range local.ReapOrphans(ctx, prev) {
 			opt.logf("sweep: stopped %s, left running by a killed runner", r)
@@ -249,7 +269,7 @@ func (s *Session) Run(ctx context.Context, opt RunOptions) (*sweeps.Summary, err
 	r := &sweeps.Runner{
 		Plan: p, Store: s.store, Servers: s.place.Servers, Bench: s.place.Bencher, Sampler: s.place.Sampler,
 		Progress:    opt.Progress,
-		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: s.place.Hosts},
+		Env:         &sweeps.Environment{Linerate: sweeps.ThisBuild(), Hosts: s.place.Hosts, StatedLink: s.facts.StatedLink},
 		FaultCost:   s.place.FaultCost,
 		MaxAttempts: opt.MaxAttempts,
 		Redo:        opt.Redo,

@@ -118,7 +118,7 @@ func (f *Fake) find(kind string, pred func(*Resource) bool) *Resource {
 
 func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 	for _, fl := range filters(form) {
-		if !knownFilter.MatchString(fl.name) {
+		if !knownFilter.MatchString(fl.name) && action != "DescribeInstanceTypeOfferings" {
 			return "", errf("InvalidParameterValue", "the fake does not know filter %s", fl.name)
 		}
 	}
@@ -130,9 +130,16 @@ func (f *Fake) do(action string, form map[string][]string) (string, *apiError) {
 			if !ok {
 				return "", errf("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", t)
 			}
-			fmt.Fprintf(&b, `<item><instanceType>%s</instanceType><processorInfo><supportedArchitectures><item>%s</item></supportedArchitectures></processorInfo><vCpuInfo><defaultVCpus>%d</defaultVCpus></vCpuInfo></item>`, t, it.Arch, it.VCPUs)
+			fmt.Fprintf(&b, `<item><instanceType>%s</instanceType><processorInfo><supportedArchitectures><item>%s</item></supportedArchitectures></processorInfo><vCpuInfo><defaultVCpus>%d</defaultVCpus></vCpuInfo><networkInfo><networkPerformance>%s</networkPerformance><enaSupport>%s</enaSupport></networkInfo></item>`,
+				esc(t), esc(it.Arch), it.VCPUs, esc(it.Network), esc(it.ENA))
 		}
 		return "<instanceTypeSet>" + b.String() + "</instanceTypeSet>", nil
+
+	case "DescribeInstanceTypeOfferings":
+		return f.describeOfferings(form)
+
+	case "DescribeImages":
+		return f.describeImages(form)
 
 	case "DescribeAvailabilityZones":
 		var b strings.Builder
@@ -418,9 +425,8 @@ func (f *Fake) runInstances(form map[string][]string) (string, *apiError) {
 	case !has(f.Zones, zone):
 		return "", errf("InvalidParameterValue", "Invalid availability zone: [%s]", zone)
 	}
-	wantAMI := f.AMIs["/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-"+it.Arch]
-	if ami := get(form, "ImageId"); ami != wantAMI {
-		return "", errf("InvalidParameterValue", "image %s is not the %s AMI %s", ami, it.Arch, wantAMI)
+	if e := f.launchable(itype, it, zone, get(form, "ImageId")); e != nil {
+		return "", e
 	}
 	g := f.find("placement-group", func(r *Resource) bool { return r.Name == pg })
 	if g == nil {
@@ -439,6 +445,9 @@ func (f *Fake) runInstances(form map[string][]string) (string, *apiError) {
 	}
 	if has(f.cur.NoCapacityZones, zone) {
 		return "", errf("InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", itype, zone)
+	}
+	if e := f.vcpuLimit(it, count); e != nil {
+		return "", e
 	}
 	ud, _ := base64.StdEncoding.DecodeString(get(form, "UserData"))
 	tags := tagSpecs(form)

@@ -54,6 +54,24 @@ type Faults struct {
 	// FailDelete answers every delete of a resource kind with this error
 	// code (e.g. UnauthorizedOperation), which no retry fixes.
 	FailDelete map[string]string
+
+	// Deny refuses IAM actions ("ec2:RunInstances",
+	// "servicequotas:GetServiceQuota", "sts:DecodeAuthorizationMessage")
+	// as AWS does a policy that lacks them: EC2 with UnauthorizedOperation
+	// and an encoded message (DryRun or not), the others with their
+	// access-denied codes.
+	Deny map[string]bool
+	// NotOffered are the zones where an instance type is not offered, by
+	// type: DescribeInstanceTypeOfferings leaves them out and RunInstances
+	// there answers Unsupported.
+	NotOffered map[string][]string
+	// DryRunChecksExistence makes a dry run of RunInstances check, before
+	// the permission, that the placement group, key pair and security
+	// group it names exist (as EC2 may).
+	DryRunChecksExistence bool
+	// ImageArch gives an image another architecture than the AMI
+	// parameter it is named by says (DescribeImages, RunInstances).
+	ImageArch map[string]string
 }
 
 // Resource is one ledger entry.
@@ -98,6 +116,13 @@ func (r *Resource) Live() bool {
 type InstanceType struct {
 	Arch  string // arm64 or x86_64
 	VCPUs int
+	// Network is the network performance EC2 states, e.g. "200 Gigabit".
+	Network string
+	// ENA is the ENA support: required, supported or unsupported.
+	ENA string
+	// QuotaCode is the Service Quotas code of the On-Demand vCPU quota
+	// the type counts against; "" is L-1216C47A (standard families).
+	QuotaCode string
 	// HourlyUSD is the fake's on-demand price in us-east-1 for the Price
 	// List API; 0 lists no price. Made-up figures: tests only.
 	HourlyUSD float64
@@ -105,10 +130,16 @@ type InstanceType struct {
 
 // Call is one request the fake received.
 type Call struct {
+	// Action is EC2's action name ("RunInstances"), or another service's
+	// with its IAM prefix ("ssm:GetParameter", "servicequotas:…", "sts:…").
 	Action string
+	// DryRun: the call asked only whether it would succeed.
+	DryRun bool
 	// Key is the access key ID that signed the request; Token its
 	// session token (X-Amz-Security-Token), if any.
 	Key, Token string
+
+	service string // the signature's service: ec2, sts, …
 }
 
 // Fake is the server.
@@ -124,6 +155,10 @@ type Fake struct {
 	Zones []string
 	Types map[string]InstanceType
 	AMIs  map[string]string // SSM parameter name → image ID
+	// Quotas are the account's Service Quotas values for EC2, by quota
+	// code (On-Demand vCPUs); a code not listed is unknown
+	// (NoSuchResourceException).
+	Quotas map[string]float64
 
 	srv    *httptest.Server
 	mu     sync.Mutex
@@ -142,9 +177,10 @@ func New() *Fake {
 	f := &Fake{
 		Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"},
 		Types: map[string]InstanceType{
-			"c8gn.16xlarge": {Arch: "arm64", VCPUs: 64, HourlyUSD: 1.2345},
-			"c7i.large":     {Arch: "x86_64", VCPUs: 2, HourlyUSD: 0.0625},
+			"c8gn.16xlarge": {Arch: "arm64", VCPUs: 64, HourlyUSD: 1.2345, Network: "200 Gigabit", ENA: "required"},
+			"c7i.large":     {Arch: "x86_64", VCPUs: 2, HourlyUSD: 0.0625, Network: "Up to 12.5 Gigabit", ENA: "required"},
 		},
+		Quotas: map[string]float64{"L-1216C47A": 640},
 		AMIs: map[string]string{
 			"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64":  "ami-0a1b2c3d4e5f60001",
 			"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64": "ami-0a1b2c3d4e5f60002",
@@ -185,6 +221,25 @@ func (f *Fake) begin(c Call) {
 	if fl := f.perKey[c.Key]; fl != nil {
 		f.cur = fl
 	}
+}
+
+// IAMActions are the IAM actions of the calls received, in order: EC2's
+// with their "ec2:" prefix. A dry run is the action it asks about.
+func (f *Fake) IAMActions() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.calls))
+	for i, c := range f.calls {
+		out[i] = iamAction(c.Action)
+	}
+	return out
+}
+
+func iamAction(action string) string {
+	if strings.Contains(action, ":") {
+		return action
+	}
+	return "ec2:" + action
 }
 
 // Calls are the actions received, in order.
@@ -286,13 +341,14 @@ func errf(code, format string, args ...any) *apiError {
 }
 
 // signer reads the access key ID and session token a request was signed
-// with (SigV4: "Credential=AKID/date/region/service/aws4_request").
-var credential = regexp.MustCompile(`Credential=([^/,\s]+)/`)
+// with, and the service it was signed for (SigV4:
+// "Credential=AKID/date/region/service/aws4_request").
+var credential = regexp.MustCompile(`Credential=([^/,\s]+)/[^/]+/[^/]+/([^/]+)/`)
 
 func signer(r *http.Request) Call {
 	var c Call
 	if m := credential.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
-		c.Key = m[1]
+		c.Key, c.service = m[1], m[2]
 	}
 	c.Token = r.Header.Get("X-Amz-Security-Token")
 	return c
@@ -301,6 +357,9 @@ func signer(r *http.Request) Call {
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	if t := r.Header.Get("X-Amz-Target"); strings.HasPrefix(t, "AWSPriceListService.") {
 		f.servePricing(w, r, strings.TrimPrefix(t, "AWSPriceListService."))
+		return
+	} else if strings.HasPrefix(t, "ServiceQuotasV20190624.") {
+		f.serveQuotas(w, r, strings.TrimPrefix(t, "ServiceQuotasV20190624."))
 		return
 	} else if t != "" {
 		f.serveSSM(w, r, t)
@@ -311,13 +370,24 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := signer(r)
+	if call.service == "sts" {
+		f.serveSTS(w, r, call)
+		return
+	}
 	call.Action = r.PostForm.Get("Action")
+	call.DryRun = r.PostForm.Get("DryRun") == "true"
 	action := call.Action
 	f.mu.Lock()
 	f.begin(call)
 	n := len(f.calls)
 	var body string
 	apiErr := f.throttled(action)
+	if apiErr == nil {
+		apiErr = f.denied(iamAction(action))
+	}
+	if apiErr == nil && call.DryRun {
+		apiErr = f.dryRun(action, r.PostForm)
+	}
 	if apiErr == nil {
 		body, apiErr = f.do(action, r.PostForm)
 	}

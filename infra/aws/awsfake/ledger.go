@@ -104,5 +104,5 @@ func (f *Fake) createTags(form map[string][]string) (string, *apiError) {
 		}
 		f.touch(r, "CreateTags")
 	}
-	return "<return>true</return>", nil
+	return "", nil // EC2 adds <return>true</return>, which no SDK output holds
 }

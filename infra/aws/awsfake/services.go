@@ -22,6 +22,7 @@ func (f *Fake) serveSSM(w http.ResponseWriter, r *http.Request, target string) {
 	f.begin(call)
 	apiErr := f.throttled(call.Action)
 	ami, ok := f.AMIs[in.Name]
+	deny := f.cur.Deny[call.Action]
 	hang := f.cur.HangAfter[call.Action]
 	f.mu.Unlock()
 	f.after(call)
@@ -37,6 +38,9 @@ func (f *Fake) serveSSM(w http.ResponseWriter, r *http.Request, target string) {
 	case apiErr != nil:
 		w.WriteHeader(400)
 		fmt.Fprintf(w, `{"__type":"ThrottlingException","message":"Rate exceeded"}`)
+	case deny:
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"__type":"AccessDeniedException","message":"User: arn:aws:iam::%s:user/linerate is not authorized to perform: %s"}`, fakeAccount, call.Action)
 	case action != "GetParameter":
 		w.WriteHeader(400)
 		fmt.Fprintf(w, `{"__type":"InvalidAction","message":"the fake has no %s"}`, action)
@@ -50,6 +54,15 @@ func (f *Fake) serveSSM(w http.ResponseWriter, r *http.Request, target string) {
 	}
 }
 
+// jsonCall reads a JSON-protocol request into in: the call it is.
+func jsonCall(r *http.Request, action string, in any) Call {
+	b, _ := io.ReadAll(r.Body)
+	json.Unmarshal(b, in)
+	call := signer(r)
+	call.Action = action
+	return call
+}
+
 // servePricing answers the Price List API's GetProducts for EC2 with one
 // product per known type in us-east-1, shaped as AWS returns it: each
 // price list entry is a JSON document in a string.
@@ -58,10 +71,7 @@ func (f *Fake) servePricing(w http.ResponseWriter, r *http.Request, action strin
 		ServiceCode string
 		Filters     []struct{ Type, Field, Value string }
 	}
-	b, _ := io.ReadAll(r.Body)
-	json.Unmarshal(b, &in)
-	call := signer(r)
-	call.Action = "pricing:" + action
+	call := jsonCall(r, "pricing:"+action, &in)
 	f.mu.Lock()
 	f.begin(call)
 	want := map[string]string{}

@@ -28,6 +28,12 @@ type StepResult struct {
 	// Dropped: requests of the step never sent, as they would have waited
 	// past the queue limit (--queue-limit) for their connection.
 	Dropped uint64 `json:"dropped"`
+	// Unsent: requests of the step still owed when the window ended.
+	Unsent uint64 `json:"unsent"`
+	// LatenessSlope is the step's queue growth: the slope of its
+	// requests' lateness over their intended times (lab.LatenessSlope
+	// over the step's LatenessBins parts), seconds per second.
+	LatenessSlope float64 `json:"lateness_slope"`
 
 	// Latency is from the intended send time to the last reply byte
 	// (coordinated omission corrected); Service from the actual send.

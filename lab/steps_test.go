@@ -16,7 +16,7 @@ func TestStepResultJSON(t *testing.T) {
 		Latency: &lab.StepLatency{Count: 2995, P50: 800, P95: 1500, P99: 2100}}
 	b, err := json.Marshal(s)
 	want := `{"step":2,"start":"20s","duration":"10s","offered_ops_per_sec":300,"achieved_ops_per_sec":299.5,"gbps":2.5,` +
-		`"sent":3000,"ops":2995,"errors":5,"late":12,"dropped":0,"latency_us":{"count":2995,"p50":800,"p95":1500,"p99":2100},"start_s":20,"duration_s":10}`
+		`"sent":3000,"ops":2995,"errors":5,"late":12,"dropped":0,"unsent":0,"lateness_slope":0,"latency_us":{"count":2995,"p50":800,"p95":1500,"p99":2100},"start_s":20,"duration_s":10}`
 	if err != nil || string(b) != want {
 		t.Errorf("marshals to\n%s, %v; want\n%s", b, err, want)
 	}

@@ -147,10 +147,20 @@ func (e *engine) collectOpen(res *lab.Result, window time.Duration) {
 	if w.OpenLoop() {
 		rate, rates := offered(w)
 		ol := &lab.OpenLoopResult{Arrival: w.Arrival, QueueLimit: w.QueueLimit, Offered: round3(rate)}
+		var bins [lab.LatenessBins]lab.LatenessBin
 		for _, wk := range e.workers {
-			ol.Sent += wk.open.sent
-			ol.Late += wk.open.late
-			ol.Dropped += wk.open.dropped
+			o := &wk.open
+			ol.Sent += o.sent
+			ol.Late += o.late
+			ol.Dropped += o.dropped
+			ol.Completed += o.completed
+			ol.Failed += o.failed
+			ol.Unsent += o.unsent
+			addLateBins(bins[:], o.lateBins[:])
+		}
+		ol.Due = ol.Completed + ol.Failed + ol.Dropped + ol.Unsent
+		if ol.Sent != ol.Completed+ol.Failed {
+			res.Notes = append(res.Notes, fmt.Sprintf("open loop: %d requests of the window sent, %d completed and %d failed: the accounting does not close", ol.Sent, ol.Completed, ol.Failed))
 		}
 		var done uint64
 		for _, o := range res.Ops {
@@ -159,12 +169,11 @@ func (e *engine) collectOpen(res *lab.Result, window time.Duration) {
 		if window > 0 {
 			ol.Achieved = round3(float64(done) / window.Seconds())
 		}
-		ol.Sustainable = ol.Dropped == 0
-		res.OpenLoop = ol
-		if !ol.Sustainable {
-			res.Notes = append(res.Notes, fmt.Sprintf("not sustainable: %d requests would have waited more than --queue-limit %s for their connection and were dropped; offered %.4g requests/s, achieved %.4g",
-				ol.Dropped, w.QueueLimit, ol.Offered, ol.Achieved))
+		if slope, ok := lab.LatenessSlope(bins[:], time.Duration(w.Duration)); ok {
+			ol.LatenessSlope = round4(slope)
 		}
+		lab.JudgeOpenLoop(ol) // the summary prints ol.Why()
+		res.OpenLoop = ol
 		if rates != nil {
 			res.Steps = e.collectSteps(rates)
 			res.Knee = pace.Knee(res.Steps)
@@ -181,10 +190,12 @@ func (e *engine) collectSteps(rates []float64) []lab.StepResult {
 	out := make([]lab.StepResult, len(rates))
 	lat := make([]uint64, lab.LatBuckets)
 	svc := make([]uint64, lab.LatBuckets)
+	bins := make([]lab.LatenessBin, lab.LatenessBins)
 	for i := range out {
 		s := lab.StepResult{Step: i, Start: lab.Duration(time.Duration(i) * step.D()), Length: step, Offered: round3(rates[i])}
 		clear(lat)
 		clear(svc)
+		clear(bins)
 		var bytes uint64
 		for _, wk := range e.workers {
 			if len(wk.open.steps) <= i {
@@ -196,13 +207,18 @@ func (e *engine) collectSteps(rates []float64) []lab.StepResult {
 			s.Errors += st.errs
 			s.Late += st.late
 			s.Dropped += st.dropped
+			s.Unsent += st.unsent
 			bytes += st.bytes
+			addLateBins(bins, wk.open.stepLateBins[i*lab.LatenessBins:(i+1)*lab.LatenessBins])
 			addBuckets(lat, wk.open.stepLat[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
 			addBuckets(svc, wk.open.stepSvc[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
 		}
 		s.Achieved = round3(float64(s.Ops) / step.Seconds())
 		s.Gbps = round3(float64(bytes) * 8 / 1e9 / step.Seconds())
 		s.Latency, s.Service = bucketLatency(lat), bucketLatency(svc)
+		if slope, ok := lab.LatenessSlope(bins, step.D()); ok {
+			s.LatenessSlope = round4(slope)
+		}
 		out[i] = s
 	}
 	return out
@@ -298,6 +314,16 @@ func (e *engine) collectProbe(res *lab.Result) *lab.ProbeResult {
 	}
 	return p
 }
+
+func addLateBins(dst, src []lab.LatenessBin) {
+	for i, b := range src {
+		dst[i].N += b.N
+		dst[i].Sum += b.Sum
+	}
+}
+
+// round4 keeps a slope's four decimals: a tenth of the verdict's bound.
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
 func addBuckets(dst []uint64, src []uint32) {
 	for i, n := range src {

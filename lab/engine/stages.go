@@ -158,6 +158,9 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 		startAt = endAt
 	}
 	e.windowStart, e.windowEnd = startAt, endAt
+	for _, wk := range e.workers {
+		wk.countUnsent()
+	}
 	if !sampled[0] {
 		e.procStart = getUsage(unix.RUSAGE_SELF)
 	}

@@ -182,8 +182,7 @@ func (w *worker) run() {
 	// half-read replies, so they cannot serve another stage.
 	for _, c := range w.conns {
 		if !c.dead && (c.qLen > 0 || c.sending) {
-			w.abandoned += uint64(c.qLen)
-			c.qLen, c.sending = 0, false
+			c.abandon()
 			c.close()
 			c.dead = true
 			w.dead++

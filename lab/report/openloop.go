@@ -15,10 +15,15 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 	if ol := r.OpenLoop; ol != nil {
 		verdict := "sustained"
 		if !ol.Sustainable {
-			verdict = fmt.Sprintf("NOT SUSTAINABLE: %d requests dropped past --queue-limit %s", ol.Dropped, ol.QueueLimit)
+			verdict = "NOT SUSTAINABLE"
 		}
-		fmt.Fprintf(out, "\nopen loop %s arrivals: offered %.1f/s, achieved %.1f/s; %d sent, %d late (> %s); %s\n",
-			ol.Arrival, ol.Offered, ol.Achieved, ol.Sent, ol.Late, lab.LateAfter, verdict)
+		fmt.Fprintf(out, "\nopen loop %s arrivals: offered %.1f/s, achieved %.1f/s, lateness slope %.4g s/s; %s\n",
+			ol.Arrival, ol.Offered, ol.Achieved, ol.LatenessSlope, verdict)
+		fmt.Fprintf(out, "          due %d: %d completed, %d failed, %d dropped, %d unsent; %d of %d sent late (> %s)\n",
+			ol.Due, ol.Completed, ol.Failed, ol.Dropped, ol.Unsent, ol.Late, ol.Sent, lab.LateAfter)
+		for _, why := range ol.Why() {
+			fmt.Fprintf(out, "          not sustained: %s\n", why)
+		}
 		for _, op := range lab.AllOps {
 			if o := r.Ops[op]; o != nil && o.Service != nil && o.Service.Count > 0 {
 				fmt.Fprintf(out, "          %s latency from the intended send p99 %s; service (from the real send) p50 %s p99 %s\n",

@@ -23,7 +23,9 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 	}
 	r.Ops[lab.OpGet].Service = &lab.LatencySummary{Count: 100, P50: 800, P99: 1500}
 	r.Ops[lab.OpGet].Sizes = []lab.SizeResult{{Class: 1 << 20, Ops: 60, Gbps: 1.5, Latency: &lab.StepLatency{Count: 60, P50: 700, P99: 2000}}, {Class: 16 << 20, Ops: 40}}
-	r.OpenLoop = &lab.OpenLoopResult{Arrival: lab.ArrivalPoisson, QueueLimit: lab.Duration(lab.DefaultQueueLimit), Offered: 300, Achieved: 250, Sent: 900, Late: 40, Dropped: 150}
+	r.OpenLoop = &lab.OpenLoopResult{Arrival: lab.ArrivalPoisson, QueueLimit: lab.Duration(lab.DefaultQueueLimit), Offered: 300, Achieved: 250,
+		Due: 1100, Sent: 900, Completed: 880, Failed: 20, Late: 40, Dropped: 150, Unsent: 50, LatenessSlope: 0.2}
+	lab.JudgeOpenLoop(r.OpenLoop)
 	r.Steps = []lab.StepResult{{Step: 0, Offered: 50, Achieved: 50, Latency: &lab.StepLatency{P99: 1000}}, {Step: 1, Offered: 800, Achieved: 400, Dropped: 150}}
 	r.Knee = &lab.Knee{Step: 1, Offered: 800, AchievedRatio: 0.5, Rate: true}
 	r.Probe = &lab.ProbeResult{Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}, Idle: lab.LatencySummary{P99: 300}, Latency: lab.LatencySummary{P99: 5300},
@@ -31,7 +33,11 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 	var b strings.Builder
 	WriteSummary(&b, r, nil)
 	for _, want := range []string{
-		"open loop poisson arrivals: offered 300.0/s, achieved 250.0/s; 900 sent, 40 late (> 1ms); NOT SUSTAINABLE: 150 requests dropped past --queue-limit 1s",
+		"open loop poisson arrivals: offered 300.0/s, achieved 250.0/s, lateness slope 0.2 s/s; NOT SUSTAINABLE",
+		"due 1100: 880 completed, 20 failed, 150 dropped, 50 unsent; 40 of 900 sent late (> 1ms)",
+		"not sustained: achieved 250 requests/s, 83.3 % of the 300 offered (at least 95 % sustains)",
+		"not sustained: the queue grew: lateness rose 0.2 s per second of the window (at most 0.01 sustains); 50 requests still owed at its end",
+		"not sustained: 150 requests dropped: they would have waited more than --queue-limit 1s",
 		"GET latency from the intended send p99 3.20ms; service (from the real send) p50 800us p99 1.50ms",
 		"knee      step 1 at 800.0/s: p99 0.00x the first step's, achieved 50% of offered",
 		"GET per size class",

@@ -64,7 +64,7 @@ var pacedCellColumns = concat(
 		col("sent", Int, "open loop: requests intended in the window that were sent, every op", openLoop(func(o *lab.OpenLoopResult) any { return o.Sent })),
 		col("late", Int, "open loop: of those, sent more than 1 ms after their intended time", openLoop(func(o *lab.OpenLoopResult) any { return o.Late })),
 		col("dropped", Int, "open loop: never sent, they would have waited past --queue-limit", openLoop(func(o *lab.OpenLoopResult) any { return o.Dropped })),
-		col("sustainable", Bool, "open loop: false when any request was dropped", openLoop(func(o *lab.OpenLoopResult) any { return o.Sustainable })),
+		col("sustainable", Bool, "open loop: the verdict: achieved at least 95 % of offered, the queue not growing, nothing dropped", openLoop(func(o *lab.OpenLoopResult) any { return o.Sustainable })),
 	},
 	summaryColumns("service_", "open loop: service time (from the real send)", func(r *row) *lab.LatencySummary { return r.o.Service }),
 	[]column{

@@ -225,7 +225,7 @@ func loadChart(c *Campaign, g *loadGroup) *Chart {
 	ch.XTicks = linearTicks(0, ch.XMax, trimFloat)
 	ch.Caption = append(c.Setup().Caption(),
 		"Open loop: p99 from each request's intended send time (queueing included). Marked: the knee, the first load whose p99 is more than "+
-			trimFloat(pace.KneeLatencyFactor)+"x the lowest load's or whose achieved rate falls more than "+
+			trimFloat(pace.KneeLatencyFactor)+"x the floor's (the lowest p99 of the lightest third of loads) or whose achieved rate falls more than "+
 			trimFloat(pace.KneeShortfall*100)+"% below the offered rate.")
 	return ch
 }
@@ -234,6 +234,12 @@ func kneeWhy(k *lab.Knee) string {
 	var why []string
 	if k.Latency {
 		why = append(why, fmt.Sprintf("p99 %.3gx", k.P99Ratio))
+	}
+	if k.Median {
+		why = append(why, fmt.Sprintf("p50 %.3gx", k.P50Ratio))
+	}
+	if k.Queue {
+		why = append(why, fmt.Sprintf("queue +%.3g s/s", k.LatenessSlope))
 	}
 	if k.Rate {
 		why = append(why, fmt.Sprintf("achieved %.0f%%", k.AchievedRatio*100))

@@ -34,7 +34,7 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 	if len(r.Steps) > 0 {
 		fmt.Fprintln(out)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "step\toffered/s\tachieved/s\tGbps\tp50\tp95\tp99\tservice p99\tlate\tdropped\terrors\t")
+		fmt.Fprintln(tw, "step\toffered/s\tachieved/s\tGbps\tp50\tp95\tp99\tservice p99\tlate\tdropped\tunsent\tslope\terrors\t")
 		for _, s := range r.Steps {
 			p50, p95, p99, svc := "-", "-", "-", "-"
 			if s.Latency != nil {
@@ -43,12 +43,16 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 			if s.Service != nil {
 				svc = FormatUs(s.Service.P99)
 			}
-			fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", s.Step, s.Offered, s.Achieved, s.Gbps, p50, p95, p99, svc, s.Late, s.Dropped, s.Errors)
+			fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.4g\t%d\t\n", s.Step, s.Offered, s.Achieved, s.Gbps, p50, p95, p99, svc, s.Late, s.Dropped, s.Unsent, s.LatenessSlope, s.Errors)
 		}
 		tw.Flush()
 		if k := r.Knee; k != nil {
-			fmt.Fprintf(out, "knee      step %d at %.1f/s: p99 %.2fx the first step's, achieved %.0f%% of offered\n",
-				k.Step, k.Offered, k.P99Ratio, k.AchievedRatio*100)
+			floor := "no step of the first third has a p99"
+			if k.FloorStep >= 0 {
+				floor = fmt.Sprintf("floor step %d (p99 %s, p50 %s)", k.FloorStep, FormatUs(k.FloorP99), FormatUs(k.FloorP50))
+			}
+			fmt.Fprintf(out, "knee      step %d at %.1f/s by %s: p99 %.2fx and p50 %.2fx the floor's, achieved %.0f%% of offered, lateness slope %.4g s/s; %s\n",
+				k.Step, k.Offered, k.By(), k.P99Ratio, k.P50Ratio, k.AchievedRatio*100, k.LatenessSlope, floor)
 		} else {
 			fmt.Fprintln(out, "knee      none: the server kept up with every step")
 		}

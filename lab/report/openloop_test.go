@@ -27,7 +27,7 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 		Due: 1100, Sent: 900, Completed: 880, Failed: 20, Late: 40, Dropped: 150, Unsent: 50, LatenessSlope: 0.2}
 	lab.JudgeOpenLoop(r.OpenLoop)
 	r.Steps = []lab.StepResult{{Step: 0, Offered: 50, Achieved: 50, Latency: &lab.StepLatency{P99: 1000}}, {Step: 1, Offered: 800, Achieved: 400, Dropped: 150}}
-	r.Knee = &lab.Knee{Step: 1, Offered: 800, AchievedRatio: 0.5, Rate: true}
+	r.Knee = &lab.Knee{Step: 1, Offered: 800, FloorStep: 0, FloorP99: 1000, FloorP50: 400, AchievedRatio: 0.5, LatenessSlope: 0.3, Queue: true, Rate: true}
 	r.Probe = &lab.ProbeResult{Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}, Idle: lab.LatencySummary{P99: 300}, Latency: lab.LatencySummary{P99: 5300},
 		AddedP99: 5000, AddedLow: -200, AddedHigh: 9000, Ops: 800}
 	var b strings.Builder
@@ -39,7 +39,7 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 		"not sustained: the queue grew: lateness rose 0.2 s per second of the window (at most 0.01 sustains); 50 requests still owed at its end",
 		"not sustained: 150 requests dropped: they would have waited more than --queue-limit 1s",
 		"GET latency from the intended send p99 3.20ms; service (from the real send) p50 800us p99 1.50ms",
-		"knee      step 1 at 800.0/s: p99 0.00x the first step's, achieved 50% of offered",
+		"knee      step 1 at 800.0/s by queue+rate: p99 0.00x and p50 0.00x the floor's, achieved 50% of offered, lateness slope 0.3 s/s; floor step 0 (p99 1.00ms, p50 400us)",
 		"GET per size class",
 		"1MiB   60  1.50  700us  2.00ms",
 		"16MiB   40  0.00      -       -",

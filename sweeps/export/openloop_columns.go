@@ -70,18 +70,9 @@ var pacedCellColumns = concat(
 	[]column{
 		col("knee_step", Int, "ramp: the first step that broke the knee rule, from 0; empty when none did", knee(func(k *lab.Knee) any { return int64(k.Step) })),
 		col("knee_offered_ops_per_sec", Float, "ramp: that step's offered rate", knee(func(k *lab.Knee) any { return k.Offered })),
-		col("knee_p99_ratio", Float, "ramp: that step's p99 over the first step's", knee(func(k *lab.Knee) any { return k.P99Ratio })),
+		col("knee_p99_ratio", Float, "ramp: that step's p99 over the floor step's (the lowest p99 of the ramp's first third)", knee(func(k *lab.Knee) any { return k.P99Ratio })),
 		col("knee_achieved_ratio", Float, "ramp: that step's achieved over offered rate", knee(func(k *lab.Knee) any { return k.AchievedRatio })),
-		col("knee_by", String, "ramp: which half of the rule fired: latency, rate or latency+rate", knee(func(k *lab.Knee) any {
-			var by []string
-			if k.Latency {
-				by = append(by, "latency")
-			}
-			if k.Rate {
-				by = append(by, "rate")
-			}
-			return str(strings.Join(by, "+"))
-		})),
+		col("knee_by", String, "ramp: which parts of the rule fired, joined by +: latency (p99), p50, queue, rate", knee(func(k *lab.Knee) any { return str(k.By()) })),
 
 		col("probe_p50_ms", Float, "probe: p50 under the main load, ms, from the intended send time", probeMs(func(p *lab.ProbeResult) (lab.LatencySummary, float64) { return p.Latency, p.Latency.P50 })),
 		col("probe_p99_ms", Float, "probe: p99 under the main load, ms", probeMs(func(p *lab.ProbeResult) (lab.LatencySummary, float64) { return p.Latency, p.Latency.P99 })),

@@ -188,7 +188,7 @@ var rules = []rule{
 		if w.Rate.IsZero() || w.ValueSz.validate() != nil {
 			return ""
 		}
-		_, err := w.Rate.OpsPerSec(w.ValueSz.Mean())
+		_, err := w.Rate.OpsPerSec(w.MeanValueBytes())
 		return errMsg(err)
 	}},
 	{"--ramp", true, func(w *Workload) string {
@@ -206,7 +206,7 @@ var rules = []rule{
 		case w.ValueSz.validate() != nil:
 			return ""
 		}
-		_, err := w.Ramp.StepRates(w.ValueSz.Mean())
+		_, err := w.Ramp.StepRates(w.MeanValueBytes())
 		return errMsg(err)
 	}},
 	{"-d/--duration", false, func(w *Workload) string {

@@ -127,7 +127,7 @@ func stripRate(key string) string {
 func meanSize(c *Campaign, group string) float64 {
 	for _, r := range c.Run.Sorted() {
 		if stripRate(r.Key) == group {
-			return r.Workload.ValueSz.Mean()
+			return r.Workload.MeanValueBytes()
 		}
 	}
 	return 0

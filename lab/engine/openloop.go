@@ -86,7 +86,7 @@ func (e *engine) planPacing() error {
 // mainSchedule is the main load's schedule from start to end; nil in
 // closed loop.
 func mainSchedule(w lab.Workload, start, end time.Duration) (*pace.Chain, error) {
-	mean := w.ValueSz.Mean()
+	mean := w.MeanValueBytes()
 	switch {
 	case !w.Rate.IsZero():
 		s, err := pace.FromRate(w.Rate, mean, end-start, w.Arrival, w.Seed)
@@ -125,9 +125,9 @@ func shareOut(c *pace.Chain, units int) ([]*pace.Chain, error) {
 }
 
 // offered is the main load's offered rate in requests per second: the
-// rate, or a ramp's step rates.
+// rate, or a ramp's step rates (a bit rate over the keys' mean size).
 func offered(w lab.Workload) (rate float64, steps []float64) {
-	mean := w.ValueSz.Mean()
+	mean := w.MeanValueBytes()
 	if !w.Ramp.IsZero() {
 		steps, _ = w.Ramp.StepRates(mean) // validated with the workload
 		var sum float64
@@ -141,9 +141,17 @@ func offered(w lab.Workload) (rate float64, steps []float64) {
 }
 
 // collectOpen merges the open-loop figures into res, after collect's
-// per-op figures: the pacing, a ramp's steps and knee, the probe.
+// per-op figures: the pacing, a ramp's steps and knee, the probe, and a
+// mix's realized sizes (with a warning when -n is too few for it).
 func (e *engine) collectOpen(res *lab.Result, window time.Duration) {
 	w := e.w
+	if _, one := w.ValueSz.Single(); !one {
+		r := w.ValueSz.Realize(w.Seed, w.Keyspace)
+		res.SizeMix = &r
+		if warn := w.ValueSz.Warning(w.Seed, w.Keyspace); warn != "" {
+			res.Notes = append(res.Notes, warn)
+		}
+	}
 	if w.OpenLoop() {
 		rate, rates := offered(w)
 		ol := &lab.OpenLoopResult{Arrival: w.Arrival, QueueLimit: w.QueueLimit, Offered: round3(rate)}

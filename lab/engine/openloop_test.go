@@ -328,10 +328,23 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			// The record's realized mix is what the server holds.
+			held := make([]lab.RealizedClass, len(tc.classes))
 			for key := uint32(0); key < uint32(w.Keyspace); key++ {
 				n, err := c.Integer(context.Background(), "STRLEN", lab.KeyName(key, 16))
 				if want := int64(mix.SizeFor(w.Seed, key)); err != nil || n != want {
 					t.Fatalf("key %d holds %d bytes (%v), the mix gives it %d", key, n, err, want)
+				}
+				i := mix.Class(lab.Size(n))
+				held[i].Keys++
+				held[i].Bytes += uint64(n)
+			}
+			if res.SizeMix == nil || len(res.SizeMix.Classes) != len(held) {
+				t.Fatalf("size_mix %+v", res.SizeMix)
+			}
+			for i, c := range res.SizeMix.Classes {
+				if c.Keys != held[i].Keys || c.Bytes != held[i].Bytes {
+					t.Errorf("size_mix class %s: %d keys, %d bytes; the server holds %d, %d", c.Class, c.Keys, c.Bytes, held[i].Keys, held[i].Bytes)
 				}
 			}
 			for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -256,5 +257,27 @@ func TestLatenessSlopeOnTheSchedule(t *testing.T) {
 				t.Errorf("slope %v (%v), want %v to %v", slope, ok, tc.lo, tc.hi)
 			}
 		})
+	}
+}
+
+// Issue 25: --rate 10Gbps over -s 1MiB:60,16MiB:30,64MiB:10 -n 20 was
+// converted with the weights' mean (11.8 MiB) while the keys' was 9.4:
+// 7.77 Gbps delivered at "achieved = offered". The schedule offers the
+// bit rate over the keys' mean, and its window holds that many requests.
+func TestABitRateConvertsWithTheKeysMean(t *testing.T) {
+	mix, err := lab.ParseSizeMix("1MiB:60,16MiB:30,64MiB:10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pacedWorkload(0, 2, 10*time.Second)
+	w.ValueSz, w.Keyspace, w.Seed = mix, 20, 1
+	w.Rate = lab.Rate{BitsPerSec: 10e9}
+	keysMean := float64((12*1+7*16+1*64)<<20) / 20
+	want := 10e9 / 8 / keysMean
+	if got, _ := offered(w.Resolve()); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("offered %v requests/s, want 10 Gbps over the keys' mean: %v", got, want)
+	}
+	if due, want := dueIn(t, w), uint64(want*10); due < want-2 || due > want+2 {
+		t.Errorf("%d requests due in 10 s, want %d", due, want)
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/linerate/linerate/lab"
@@ -56,6 +57,14 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 		} else {
 			fmt.Fprintln(out, "knee      none: the server kept up with every step")
 		}
+	}
+	if m := r.SizeMix; m != nil {
+		parts := make([]string, len(m.Classes))
+		for i, c := range m.Classes {
+			parts[i] = fmt.Sprintf("%s %d (%.0f%%, asked %.0f%%)", c.Class, c.Keys, 100*c.KeyShare, 100*c.AskedKeyShare)
+		}
+		fmt.Fprintf(out, "\nsize mix  keys per class over %d keys: %s; mean %s, asked %s\n",
+			m.CountedKeys, strings.Join(parts, ", "), lab.FormatBytes(m.Mean), lab.FormatBytes(m.AskedMean))
 	}
 	for _, op := range lab.AllOps {
 		o := r.Ops[op]

@@ -23,6 +23,9 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 	}
 	r.Ops[lab.OpGet].Service = &lab.LatencySummary{Count: 100, P50: 800, P99: 1500}
 	r.Ops[lab.OpGet].Sizes = []lab.SizeResult{{Class: 1 << 20, Ops: 60, Gbps: 1.5, Latency: &lab.StepLatency{Count: 60, P50: 700, P99: 2000}}, {Class: 16 << 20, Ops: 40}}
+	mix, _ := lab.ParseSizeMix("1MiB:60,16MiB:30,64MiB:10")
+	realized := mix.Realize(1, 20)
+	r.SizeMix = &realized
 	r.OpenLoop = &lab.OpenLoopResult{Arrival: lab.ArrivalPoisson, QueueLimit: lab.Duration(lab.DefaultQueueLimit), Offered: 300, Achieved: 250,
 		Due: 1100, Sent: 900, Completed: 880, Failed: 20, Late: 40, Dropped: 150, Unsent: 50, LatenessSlope: 0.2}
 	lab.JudgeOpenLoop(r.OpenLoop)
@@ -40,6 +43,7 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 		"not sustained: 150 requests dropped: they would have waited more than --queue-limit 1s",
 		"GET latency from the intended send p99 3.20ms; service (from the real send) p50 800us p99 1.50ms",
 		"knee      step 1 at 800.0/s by queue+rate: p99 0.00x and p50 0.00x the floor's, achieved 50% of offered, lateness slope 0.3 s/s; floor step 0 (p99 1.00ms, p50 400us)",
+		"size mix  keys per class over 20 keys: 1MiB 12 (60%, asked 60%), 16MiB 7 (35%, asked 30%), 64MiB 1 (5%, asked 10%); mean 9.4 MiB, asked 11.8 MiB",
 		"GET per size class",
 		"1MiB   60  1.50  700us  2.00ms",
 		"16MiB   40  0.00      -       -",

@@ -33,11 +33,11 @@ var pacedWorkloadColumns = []column{
 		return round(r.w.ValueSz.Mean(), 1e3)
 	}),
 	col("rate", String, "--rate as given (300, 20Gbps); empty in closed loop", func(r *row) any { return str(r.w.Rate.String()) }),
-	col("rate_ops_per_sec", Float, "--rate in requests/s (a bit rate over the mix's mean size)", func(r *row) any {
+	col("rate_ops_per_sec", Float, "--rate in requests/s (a bit rate over the keys' mean size)", func(r *row) any {
 		if r.w.Rate.IsZero() {
 			return nil
 		}
-		v, err := r.w.Rate.OpsPerSec(r.w.ValueSz.Mean())
+		v, err := r.w.Rate.OpsPerSec(r.w.MeanValueBytes())
 		if err != nil {
 			return nil
 		}

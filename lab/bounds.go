@@ -252,7 +252,7 @@ var rules = []rule{
 		case w.Verify != VerifyNone && w.Probe.Size < MinVerifiableSize:
 			return msg("%s: probe values under %d bytes cannot carry the verify header; use --verify none", w.Probe, MinVerifiableSize)
 		case w.Warmup.D() < MinProbeWarmup:
-			return msg("%s needs --warmup %s or more: the warmup's first half measures the probe alone (its idle latency)", w.Probe, MinProbeWarmup)
+			return msg("%s needs --warmup %s or more: its first quarter settles the probe, the next measures it alone (longer when 1,000 GETs need it) and the last half warms the main load", w.Probe, MinProbeWarmup)
 		}
 		return ""
 	}},

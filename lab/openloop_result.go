@@ -165,12 +165,21 @@ type ProbeResult struct {
 	Latency LatencySummary `json:"latency_us"`      // under load
 	Service LatencySummary `json:"service_us"`      // under load, from the actual send
 	Idle    LatencySummary `json:"idle_latency_us"` // alone
-	// AddedP99 is Latency.P99 - Idle.P99; AddedLow and AddedHigh bound it
-	// with each p99's 95% order-statistic interval (P99Interval): the
-	// noise band of the difference. Zero when either side has no p99.
+	// IdleLength is how long the probe ran alone (Workload.ProbePhases);
+	// IdleShort says its idle p99 rests on fewer than ProbeIdleSamples
+	// GETs (a note says why).
+	IdleLength Duration `json:"idle_duration"`
+	IdleShort  bool     `json:"idle_short,omitempty"`
+	// AddedLow and AddedHigh bound Latency.P99 - Idle.P99 with each
+	// p99's 95% order-statistic interval (P99Interval): the noise band of
+	// the difference. AddedP99 is that difference when the band lies
+	// above zero, and 0 with NoEffect when the band holds zero (or lies
+	// below it): the main load added no latency the samples can show.
+	// All zero when either side has no p99.
 	AddedP99  float64 `json:"added_p99_us"`
 	AddedLow  float64 `json:"added_p99_low_us"`
 	AddedHigh float64 `json:"added_p99_high_us"`
+	NoEffect  bool    `json:"no_measurable_effect,omitempty"`
 
 	Sent    uint64 `json:"sent"` // in the window, by intended time
 	Ops     uint64 `json:"ops"`
@@ -205,4 +214,16 @@ func P99Interval(h *hdr.Histogram) (lo, hi float64) {
 		return float64(h.ValueAtQuantile(100 * rank / n))
 	}
 	return q(math.Floor(n*p - half)), q(math.Ceil(n*p + half))
+}
+
+// AddedP99 is what a main load added to a probe's p99: under load minus
+// alone, with its noise band [lo, hi] from each p99's P99Interval. A
+// band that holds zero (or lies below it) is no measurable effect: added
+// is then 0 and measurable false, never a negative latency.
+func AddedP99(loadP99, loadLo, loadHi, idleP99, idleLo, idleHi float64) (added, lo, hi float64, measurable bool) {
+	lo, hi = loadLo-idleHi, loadHi-idleLo
+	if lo <= 0 {
+		return 0, lo, hi, false
+	}
+	return loadP99 - idleP99, lo, hi, true
 }

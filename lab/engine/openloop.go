@@ -12,10 +12,10 @@ import (
 // Open loop (issue 13): the run's schedules, built before it starts, and
 // their figures, merged after it stops.
 //
-// The main load's schedule runs from its start (0, or the warmup's middle
-// with a probe, whose first half of the warmup runs alone) to the end of
-// the window: --rate at its rate throughout; --ramp at its first step's
-// rate in the warmup, then its steps, which are the window. Each issuing
+// The main load's schedule runs from its start (0, or after the probe's
+// idle phase: lab.Workload.ProbePhases) to the end of the window: --rate
+// at its rate throughout; --ramp at its first step's rate in the warmup,
+// then its steps, which are the window. Each issuing
 // unit (a raw connection, a valkey-go worker) sends its own share of it
 // (pace.Chain.Share), so a request whose connection is busy waits in that
 // connection's queue, and the queue's wait is in its latency. The probe's
@@ -36,13 +36,10 @@ func (e *engine) planPacing() error {
 	if !w.Paced() {
 		return nil
 	}
-	warm := w.Warmup.D()
-	end := warm + w.Duration.D()
-	var start time.Duration
-	if !w.Probe.IsZero() {
-		start = warm / 2
-	}
-	main, err := mainSchedule(w, start, end)
+	sched := measureSchedule(w, time.Time{})
+	warm, end := time.Duration(sched.warmupEnd), time.Duration(sched.measureEnd)
+	start := time.Duration(sched.mainStart)
+	main, err := mainSchedule(w, start, warm, end)
 	if err != nil {
 		return err
 	}
@@ -83,9 +80,9 @@ func (e *engine) planPacing() error {
 	return nil
 }
 
-// mainSchedule is the main load's schedule from start to end; nil in
-// closed loop.
-func mainSchedule(w lab.Workload, start, end time.Duration) (*pace.Chain, error) {
+// mainSchedule is the main load's schedule from start to end, its window
+// from warm; nil in closed loop.
+func mainSchedule(w lab.Workload, start, warm, end time.Duration) (*pace.Chain, error) {
 	mean := w.MeanValueBytes()
 	switch {
 	case !w.Rate.IsZero():
@@ -99,7 +96,6 @@ func mainSchedule(w lab.Workload, start, end time.Duration) (*pace.Chain, error)
 		if err != nil {
 			return nil, err
 		}
-		warm := w.Warmup.D()
 		if warm <= start {
 			return pace.NewChain(warm, steps)
 		}
@@ -294,11 +290,22 @@ func (e *engine) collectProbe(res *lab.Result) *lab.ProbeResult {
 	if p.Idle, err = lab.Summarize(idle); err != nil {
 		res.Notes = append(res.Notes, "probe: "+err.Error())
 	}
+	idleStart, mainStart, _, planned := w.ProbePhases()
+	p.IdleLength = lab.Duration(mainStart - idleStart)
+	if n := p.Idle.Count; n < lab.ProbeIdleSamples {
+		p.IdleShort = true
+		why := fmt.Sprintf("its %s alone planned about %.0f; the rest failed, were dropped or did not arrive", p.IdleLength, planned)
+		if planned < lab.ProbeIdleSamples {
+			why = fmt.Sprintf("at %.4g/s its %s alone (at most %s) plan only %.0f", ops, p.IdleLength, lab.MaxProbeIdle, planned)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("probe: the idle p99 rests on %d GETs, fewer than %d: %s; its band is wide", n, lab.ProbeIdleSamples, why))
+	}
 	if p.Latency.Count > 0 && p.Idle.Count > 0 {
 		lLo, lHi := lab.P99Interval(lat)
 		iLo, iHi := lab.P99Interval(idle)
-		p.AddedP99 = p.Latency.P99 - p.Idle.P99
-		p.AddedLow, p.AddedHigh = lLo-iHi, lHi-iLo
+		var measurable bool
+		p.AddedP99, p.AddedLow, p.AddedHigh, measurable = lab.AddedP99(p.Latency.P99, lLo, lHi, p.Idle.P99, iLo, iHi)
+		p.NoEffect = !measurable
 	} else {
 		res.Notes = append(res.Notes, fmt.Sprintf("probe: %d GETs completed alone and %d under load: no added latency to state", p.Idle.Count, p.Latency.Count))
 	}

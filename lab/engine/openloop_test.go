@@ -149,10 +149,9 @@ func TestQueueLimitCallsTheRateUnsustainable(t *testing.T) {
 		t.Fatalf("pacing %+v: 1000/s at a server of 100/s must drop most and say so", ol)
 	}
 	// The window offered 1500: each is completed, failed, dropped or
-	// still owed at its end: at most those due in the limit's 100 ms and
-	// the 10 ms a reply takes (a drop is decided when the connection
-	// frees), and one more.
-	if ol.Due != 1500 || ol.Completed+ol.Failed+ol.Dropped+ol.Unsent != ol.Due || ol.Sent != ol.Completed+ol.Failed || ol.Unsent > 111 {
+	// still owed at its end (how many are owed then depends on how long
+	// the last replies took: a drop is decided when the connection frees).
+	if ol.Due != 1500 || ol.Completed+ol.Failed+ol.Dropped+ol.Unsent != ol.Due || ol.Sent != ol.Completed+ol.Failed {
 		t.Errorf("due %d: completed %d + failed %d + dropped %d + unsent %d; sent %d", ol.Due, ol.Completed, ol.Failed, ol.Dropped, ol.Unsent, ol.Sent)
 	}
 	// A request waits at most the limit, then takes its service time:
@@ -375,13 +374,17 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 }
 
 // The probe beside a tiny load: its GETs are counted apart from the main
-// load's, alone (the warmup's first half) and under load, and the added
-// p99 lies inside its own noise band. Whether that band holds zero is the
-// machine's to say as much as the engine's: `make bench` has that row.
+// load's, alone and under load. Alone it runs until its schedule holds
+// 1,100 GETs (1.1 s at 1000/s, past the 0.5 s quarter of a 2 s warmup),
+// all answered by a sink with nothing to delay them: the idle p99 rests
+// on at least 1,000. The added p99 is a latency inside its band or "no
+// measurable effect", never negative; which one is the machine's to say as
+// much as the engine's (`make bench` has that row).
 func TestProbeIsCountedApartFromTheLoad(t *testing.T) {
 	w := sinkWorkload()
-	w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}
+	w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 1000}}
 	w.Rate = lab.Rate{PerSec: 5}
+	w.QueueLimit = lab.Duration(20 * time.Second) // no probe GET dropped, however busy the machine
 	w.Warmup, w.Duration = lab.Duration(2*time.Second), lab.Duration(2*time.Second)
 	w.Port = startSink(t, w, 0)
 	w.Prefill = true
@@ -390,18 +393,27 @@ func TestProbeIsCountedApartFromTheLoad(t *testing.T) {
 	if p == nil {
 		t.Fatal("no probe in the record")
 	}
-	// 200/s: 400 due in the window.
-	if p.Idle.Count < 10 || p.Latency.Count < 100 || p.Sent > 400 || p.Ops > 401 || p.Errors > 0 || p.Offered != 200 || len(p.Series) != 2 {
-		t.Fatalf("probe %d idle, %d under load, %d sent, %d done, %d errors, %v/s, %d seconds", p.Idle.Count, p.Latency.Count, p.Sent, p.Ops, p.Errors, p.Offered, len(p.Series))
+	// 1000/s: 2000 due in the window.
+	if p.Idle.Count < lab.ProbeIdleSamples || p.IdleShort || p.Latency.Count < 100 || p.Sent > 2000 || p.Ops > 2001 || p.Errors > 0 || p.Offered != 1000 || len(p.Series) != 2 {
+		t.Fatalf("probe %d idle (short %v), %d under load, %d sent, %d done, %d errors, %v/s, %d seconds", p.Idle.Count, p.IdleShort, p.Latency.Count, p.Sent, p.Ops, p.Errors, p.Offered, len(p.Series))
 	}
-	if !(p.AddedLow <= p.AddedP99 && p.AddedP99 <= p.AddedHigh) || p.AddedP99 != p.Latency.P99-p.Idle.P99 {
+	// The warmup ran 0.5 s settling, 1.1 s alone, 1 s the main load's.
+	if p.IdleLength.D() != 1100*time.Millisecond || res.Window.Warmup.D() != 2600*time.Millisecond {
+		t.Errorf("idle %s, warmup %s: want 1.1 s alone in a 2.6 s warmup", p.IdleLength, res.Window.Warmup)
+	}
+	switch {
+	case p.AddedP99 < 0:
+		t.Errorf("a negative added p99 %.0f µs", p.AddedP99)
+	case p.NoEffect && (p.AddedP99 != 0 || p.AddedLow > 0):
+		t.Errorf("no measurable effect with added %.0f µs, band [%.0f, %.0f]", p.AddedP99, p.AddedLow, p.AddedHigh)
+	case !p.NoEffect && (p.AddedLow <= 0 || p.AddedP99 != p.Latency.P99-p.Idle.P99 || p.AddedP99 < p.AddedLow || p.AddedP99 > p.AddedHigh):
 		t.Errorf("added p99 %.0f µs (%.0f - %.0f) outside its band [%.0f, %.0f]", p.AddedP99, p.Latency.P99, p.Idle.P99, p.AddedLow, p.AddedHigh)
 	}
 	// The main load's GETs: at most the 10 due at 5/s in 2 s.
 	if g := res.Ops[lab.OpGet]; g.Ops < 1 || g.Ops > 11 {
 		t.Errorf("the main load completed %d GETs at 5/s for 2 s: the probe's are counted apart", g.Ops)
 	}
-	t.Logf("probe p99 alone %.0f µs, beside 5/s %.0f µs: added %.0f [%.0f, %.0f]", p.Idle.P99, p.Latency.P99, p.AddedP99, p.AddedLow, p.AddedHigh)
+	t.Logf("probe p99 alone %.0f µs (%d), beside 5/s %.0f µs: added %.0f [%.0f, %.0f], no effect %v", p.Idle.P99, p.Idle.Count, p.Latency.P99, p.AddedP99, p.AddedLow, p.AddedHigh, p.NoEffect)
 }
 
 // A probe's keys are written by the prefill at the probe's size, after
@@ -410,7 +422,7 @@ func TestProbeKeysArePrefilled(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
 	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 10, ValueSz: lab.OneSize(8192),
-		Prefill: true, Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 100}},
+		Prefill: true, Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 1000}}, // 1.1 s alone
 		Warmup: lab.Duration(2 * time.Second), Duration: lab.Duration(time.Second), Seed: 2}
 	res := run(t, w)
 	if res.Server.DBSizeAfterPrefill == nil || *res.Server.DBSizeAfterPrefill != 10+lab.ProbeKeys {

@@ -42,8 +42,8 @@ type stepStat struct{ sent, ops, errs, late, dropped, unsent, bytes uint64 }
 
 type classStat struct{ ops, bytes, errs uint64 }
 
-// probeStats is the probe's figures: idle is the warmup's first half,
-// the rest the measured window, each by intended send time.
+// probeStats is the probe's figures: idle is its idle phase (alone, in
+// the warmup), the rest the measured window, each by intended send time.
 type probeStats struct {
 	lat, svc, idle                 *hdr.Histogram
 	sent, ops, errs, late, dropped uint64

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/pace"
 )
 
 // The open loop's bookkeeping on a fake clock: the engine's own schedules
@@ -94,15 +95,21 @@ func dueIn(t *testing.T, w lab.Workload) uint64 {
 		t.Fatal(err)
 	}
 	s := measureSchedule(w, time.Time{})
+	return intendedIn(e.pacers, w.Connections, s.warmupEnd, s.measureEnd)
+}
+
+// intendedIn is how many requests the units' pacers mean to send from
+// from (ns) to before to.
+func intendedIn(pacers func(int) pace.Pacer, units int, from, to int64) uint64 {
 	var n uint64
-	for unit := range w.Connections {
-		p := e.pacers(unit).(intender)
+	for unit := range units {
+		p := pacers(unit).(intender)
 		for i := uint64(0); ; i++ {
 			at, ok := p.Intended(i)
-			if !ok || int64(at) >= s.measureEnd {
+			if !ok || int64(at) >= to {
 				break
 			}
-			n += b2u(s.inWindow(int64(at)))
+			n += b2u(int64(at) >= from)
 		}
 	}
 	return n
@@ -279,5 +286,40 @@ func TestABitRateConvertsWithTheKeysMean(t *testing.T) {
 	}
 	if due, want := dueIn(t, w), uint64(want*10); due < want-2 || due > want+2 {
 		t.Errorf("%d requests due in 10 s, want %d", due, want)
+	}
+}
+
+// Issue 25: the probe's idle p99 came from 150 samples (a 3 s quarter-
+// warmup at 50/s). The engine's own probe schedule now holds at least
+// lab.ProbeIdleSamples GETs alone, before the main load starts, when 30 s
+// allow it, and the main load's schedule starts after them.
+func TestTheProbeRunsAloneForAThousandGETs(t *testing.T) {
+	for _, tc := range []struct {
+		probe   float64
+		warmup  time.Duration
+		atLeast uint64
+	}{
+		{200, 2 * time.Second, lab.ProbeIdleSamples},
+		{50, 12 * time.Second, lab.ProbeIdleSamples},
+		{5000, 4 * time.Second, 5000}, // the quarter-warmup holds more
+		{10, 2 * time.Second, 300},    // 30 s at most: it cannot
+	} {
+		w := pacedWorkload(100, 2, 2*time.Second)
+		w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: tc.probe}}
+		w.Warmup = lab.Duration(tc.warmup)
+		w = w.Resolve()
+		e := &engine{w: w}
+		if err := e.planPacing(); err != nil {
+			t.Fatal(err)
+		}
+		s := measureSchedule(w, time.Time{})
+		alone := intendedIn(e.probePacers, lab.ProbeConnections, s.idleStart, s.mainStart)
+		if alone < tc.atLeast || (tc.atLeast < lab.ProbeIdleSamples && alone >= lab.ProbeIdleSamples) {
+			t.Errorf("probe %v/s, warmup %s: %d GETs alone, want at least %d", tc.probe, tc.warmup, alone, tc.atLeast)
+		}
+		first, _ := e.pacers(0).(intender).Intended(0)
+		if int64(first) < s.mainStart || s.warmupEnd-s.mainStart != int64(tc.warmup/2) {
+			t.Errorf("probe %v/s: the main load starts at %s, its warmup %s-%s", tc.probe, first, time.Duration(s.mainStart), time.Duration(s.warmupEnd))
+		}
 	}
 }

@@ -30,9 +30,9 @@ type schedule struct {
 	prefillMode bool
 	// Open loop: when the probe's idle latency is measured from (the
 	// warmup's first quarter settles its connections) and when the main
-	// load starts (after the probe's idle half of the warmup; 0 without a
-	// probe), and a ramp's step length and count (0 without a ramp; its
-	// steps are the window).
+	// load starts (after the probe's idle phase, lab.Workload.ProbePhases;
+	// 0 without a probe), and a ramp's step length and count (0 without a
+	// ramp; its steps are the window).
 	idleStart int64
 	mainStart int64
 	stepLen   int64

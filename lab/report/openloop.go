@@ -84,8 +84,12 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 		tw.Flush()
 	}
 	if p := r.Probe; p != nil {
-		fmt.Fprintf(out, "\nprobe     %s: p99 alone %s, under load %s: added %s (band %s to %s); %d GETs, %d late, %d dropped, %d errors\n",
-			p.Probe, FormatUs(p.Idle.P99), FormatUs(p.Latency.P99), signedUs(p.AddedP99), signedUs(p.AddedLow), signedUs(p.AddedHigh),
+		added := signedUs(p.AddedP99)
+		if p.NoEffect {
+			added = "no measurable effect"
+		}
+		fmt.Fprintf(out, "\nprobe     %s: p99 alone %s (%d GETs in %s), under load %s: added %s (band %s to %s); %d GETs, %d late, %d dropped, %d errors\n",
+			p.Probe, FormatUs(p.Idle.P99), p.Idle.Count, p.IdleLength, FormatUs(p.Latency.P99), added, signedUs(p.AddedLow), signedUs(p.AddedHigh),
 			p.Ops, p.Late, p.Dropped, p.Errors)
 	}
 }

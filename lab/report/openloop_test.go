@@ -3,6 +3,7 @@ package report
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linerate/linerate/lab"
 )
@@ -31,8 +32,8 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 	lab.JudgeOpenLoop(r.OpenLoop)
 	r.Steps = []lab.StepResult{{Step: 0, Offered: 50, Achieved: 50, Latency: &lab.StepLatency{P99: 1000}}, {Step: 1, Offered: 800, Achieved: 400, Dropped: 150}}
 	r.Knee = &lab.Knee{Step: 1, Offered: 800, FloorStep: 0, FloorP99: 1000, FloorP50: 400, AchievedRatio: 0.5, LatenessSlope: 0.3, Queue: true, Rate: true}
-	r.Probe = &lab.ProbeResult{Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}, Idle: lab.LatencySummary{P99: 300}, Latency: lab.LatencySummary{P99: 5300},
-		AddedP99: 5000, AddedLow: -200, AddedHigh: 9000, Ops: 800}
+	r.Probe = &lab.ProbeResult{Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}, Idle: lab.LatencySummary{Count: 1100, P99: 300}, Latency: lab.LatencySummary{P99: 5300},
+		IdleLength: lab.Duration(5500 * time.Millisecond), AddedP99: 5000, AddedLow: 4200, AddedHigh: 9000, Ops: 800}
 	var b strings.Builder
 	WriteSummary(&b, r, nil)
 	for _, want := range []string{
@@ -47,10 +48,18 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 		"GET per size class",
 		"1MiB   60  1.50  700us  2.00ms",
 		"16MiB   40  0.00      -       -",
-		"probe     100B@200: p99 alone 300us, under load 5.30ms: added +5.00ms (band -200us to +9.00ms)",
+		"probe     100B@200: p99 alone 300us (1100 GETs in 5.5s), under load 5.30ms: added +5.00ms (band +4.20ms to +9.00ms)",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, b.String())
 		}
+	}
+	// Issue 25: a band holding zero read "added -6.88ms".
+	r.Probe.Latency.P99, r.Probe.Idle.P99 = 5000, 11880
+	r.Probe.AddedP99, r.Probe.AddedLow, r.Probe.AddedHigh, r.Probe.NoEffect = 0, -12600, 4700, true
+	b.Reset()
+	WriteSummary(&b, r, nil)
+	if want := "added no measurable effect (band -12.6ms to +4.70ms)"; !strings.Contains(b.String(), want) || strings.Contains(b.String(), "added -") {
+		t.Errorf("the summary lacks %q or says a negative added latency:\n%s", want, b.String())
 	}
 }

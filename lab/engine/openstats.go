@@ -130,8 +130,10 @@ func (w *worker) dropped(at, t int64, probe bool) {
 }
 
 // countUnsent counts the main load's requests of the window that were
-// still owed when it ended: neither sent nor dropped.
-func (w *worker) countUnsent() {
+// still owed when it ended at end (ns since base; before the schedule's
+// end when the run was stopped): neither sent nor dropped.
+func (w *worker) countUnsent(end int64) {
+	end = min(end, w.sched.measureEnd)
 	count := func(p *pacing) {
 		if p.sched == nil || p.probe {
 			return
@@ -139,7 +141,7 @@ func (w *worker) countUnsent() {
 		for n := p.sent; ; n++ {
 			d, ok := p.sched.Intended(n)
 			at := int64(d)
-			if !ok || at >= w.sched.measureEnd {
+			if !ok || at >= end {
 				return
 			}
 			if !w.sched.inWindow(at) {

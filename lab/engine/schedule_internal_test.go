@@ -82,7 +82,7 @@ func simulateFailing(t *testing.T, w lab.Workload, serve fakeServer, failEvery u
 		}
 		wk.conns = append(wk.conns, c)
 	}
-	wk.countUnsent()
+	wk.countUnsent(s.measureEnd)
 	return wk.open
 }
 

@@ -158,7 +158,7 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	}
 	e.windowStart, e.windowEnd = startAt, endAt
 	for _, wk := range e.workers {
-		wk.countUnsent()
+		wk.countUnsent(int64(endAt.Sub(base)))
 	}
 	if !sampled[0] {
 		e.procStart = getUsage(unix.RUSAGE_SELF)

@@ -49,7 +49,7 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 		tw.Flush()
 		if k := r.Knee; k != nil {
 			floor := "no step of the first third has a p99"
-			if k.FloorStep >= 0 {
+			if k.FloorStep >= 0 && k.FloorP99 > 0 { // records before the floor have neither
 				floor = fmt.Sprintf("floor step %d (p99 %s, p50 %s)", k.FloorStep, FormatUs(k.FloorP99), FormatUs(k.FloorP50))
 			}
 			fmt.Fprintf(out, "knee      step %d at %.1f/s by %s: p99 %.2fx and p50 %.2fx the floor's, achieved %.0f%% of offered, lateness slope %.4g s/s; %s\n",

@@ -54,6 +54,14 @@ func TestSummaryOfAPacedRun(t *testing.T) {
 			t.Errorf("the summary lacks %q:\n%s", want, b.String())
 		}
 	}
+	// A knee from a record written before the floor: no floor_step (0)
+	// and no floor p99.
+	r.Knee = &lab.Knee{Step: 1, Offered: 800, P99Ratio: 3, AchievedRatio: 1, Latency: true}
+	b.Reset()
+	WriteSummary(&b, r, nil)
+	if want := "by latency: p99 3.00x and p50 0.00x the floor's, achieved 100% of offered, lateness slope 0 s/s; no step of the first third has a p99"; !strings.Contains(b.String(), want) {
+		t.Errorf("the summary lacks %q:\n%s", want, b.String())
+	}
 	// Issue 25: a band holding zero read "added -6.88ms".
 	r.Probe.Latency.P99, r.Probe.Idle.P99 = 5000, 11880
 	r.Probe.AddedP99, r.Probe.AddedLow, r.Probe.AddedHigh, r.Probe.NoEffect = 0, -12600, 4700, true

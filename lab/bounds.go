@@ -188,7 +188,7 @@ var rules = []rule{
 		if w.Rate.IsZero() || w.ValueSz.validate() != nil {
 			return ""
 		}
-		_, err := w.Rate.OpsPerSec(w.ValueSz.Mean())
+		_, err := w.Rate.OpsPerSec(w.MeanValueBytes())
 		return errMsg(err)
 	}},
 	{"--ramp", true, func(w *Workload) string {
@@ -206,7 +206,7 @@ var rules = []rule{
 		case w.ValueSz.validate() != nil:
 			return ""
 		}
-		_, err := w.Ramp.StepRates(w.ValueSz.Mean())
+		_, err := w.Ramp.StepRates(w.MeanValueBytes())
 		return errMsg(err)
 	}},
 	{"-d/--duration", false, func(w *Workload) string {
@@ -252,7 +252,7 @@ var rules = []rule{
 		case w.Verify != VerifyNone && w.Probe.Size < MinVerifiableSize:
 			return msg("%s: probe values under %d bytes cannot carry the verify header; use --verify none", w.Probe, MinVerifiableSize)
 		case w.Warmup.D() < MinProbeWarmup:
-			return msg("%s needs --warmup %s or more: the warmup's first half measures the probe alone (its idle latency)", w.Probe, MinProbeWarmup)
+			return msg("%s needs --warmup %s or more: its first quarter settles the probe, the next measures it alone (longer when 1,000 GETs need it) and the last half warms the main load", w.Probe, MinProbeWarmup)
 		}
 		return ""
 	}},

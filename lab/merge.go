@@ -46,11 +46,12 @@ func Merge(w Workload, parts []Part) (*Result, error) {
 		}
 	}
 	first := parts[0].Result
+	_, _, warm, _ := w.ProbePhases() // the warmup as run, as each part's
 	out := &Result{
 		Schema: SchemaVersion, RunID: first.RunID, Linerate: first.Linerate, Workload: w,
-		Server: first.Server, Engine: first.Engine,
+		Server: first.Server, Engine: first.Engine, SizeMix: first.SizeMix, // one keyspace, one seed: every part's
 		Ops: map[Op]*OpResult{}, Phases: map[Phase]*PhaseTotals{}, Errors: map[ErrorKind]uint64{},
-		Window: Window{Warmup: w.Warmup, Requested: w.Duration},
+		Window: Window{Warmup: Duration(warm), Requested: w.Duration},
 		Stop:   Stop{Reason: StopCompleted, ExitCode: ExitOK},
 	}
 	on := func(p Part, t time.Time) time.Time { return t.Add(-p.Offset) }

@@ -55,7 +55,15 @@ func TestMergeSumsAndMergesHistograms(t *testing.T) {
 	// The second host's clock is 2 s ahead; its window opened 200 ms
 	// after the first's.
 	b := part(t, 300, func(i int) int64 { return int64(5000 + 10*i) }, t0.Add(2*time.Second+200*time.Millisecond), lab.StopCompleted)
-	w := lab.Workload{Connections: 4, Duration: lab.Duration(3 * time.Second)}
+	mix, err := lab.ParseSizeMix("1MiB:60,16MiB:30,64MiB:10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	realized := mix.Realize(1, 20)
+	a.SizeMix, b.SizeMix = &realized, &realized
+	// A probe at 200/s runs 5.5 s alone: the warmup as run is 7 s.
+	w := lab.Workload{Connections: 4, Duration: lab.Duration(3 * time.Second), Warmup: lab.Duration(2 * time.Second),
+		Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}}
 	m, err := lab.Merge(w, []lab.Part{{Host: "client", Result: a}, {Host: "client-2", Result: b, Offset: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +98,9 @@ func TestMergeSumsAndMergesHistograms(t *testing.T) {
 	}
 	if m.Stop.Reason != lab.StopCompleted {
 		t.Errorf("stop %+v", m.Stop)
+	}
+	if m.SizeMix == nil || m.SizeMix.Classes[2].Keys != 1 || m.Window.Warmup.D() != 7*time.Second {
+		t.Errorf("size_mix %+v, warmup %s: want the parts' realized mix and the warmup as run", m.SizeMix, m.Window.Warmup)
 	}
 }
 

@@ -3,6 +3,7 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -11,8 +12,9 @@ import (
 // RATE on connections of their own beside the main load, to measure what
 // the main load costs other requests. Its keys are ProbeKeys keys of SIZE
 // after the main keyspace (ids Keyspace to Keyspace+ProbeKeys-1), written
-// by the prefill. The first half of the warmup runs the probe alone (its
-// idle latency); from the second half on the main load runs beside it.
+// by the prefill. The probe first runs alone (its idle latency, over at
+// least ProbeIdleSamples GETs when MaxProbeIdle allows: ProbePhases); then
+// the main load runs beside it, its own warmup first.
 type Probe struct {
 	Size Size `json:"size"`
 	Rate Rate `json:"rate"`
@@ -27,7 +29,36 @@ const (
 	// MinProbeWarmup is the shortest --warmup a probe takes: its first
 	// half measures the probe alone.
 	MinProbeWarmup = 2 * time.Second
+	// ProbeIdleSamples is how many GETs the probe's idle phase plans to
+	// complete alone: a p99 from n samples rests on its n/100 slowest, and
+	// its 95 % order-statistic band (P99Interval) is then about ±6 ranks
+	// around the 990th, where from 150 samples it spans the top three.
+	ProbeIdleSamples = 1000
+	// MaxProbeIdle bounds the idle phase: a probe too slow to reach
+	// ProbeIdleSamples in it says so (ProbeResult.IdleShort).
+	MaxProbeIdle = 30 * time.Second
 )
+
+// ProbePhases is a probe run's warmup: the probe alone from 0 (its first
+// quarter-warmup settles its connections), its idle phase from idleStart
+// (warmup/4) to mainStart, long enough for ProbeIdleSamples GETs with a
+// tenth to spare (poisson arrivals, failures) but at least warmup/4 and at
+// most MaxProbeIdle, then the main load's own warmup of warmup/2 until
+// warmupEnd. planned is how many probe GETs the idle phase's schedule
+// holds; fewer than ProbeIdleSamples when MaxProbeIdle cut it. Without a
+// probe: everything 0 but warmupEnd, the warmup.
+func (w Workload) ProbePhases() (idleStart, mainStart, warmupEnd time.Duration, planned float64) {
+	warm := w.Warmup.D()
+	ops, err := w.Probe.OpsPerSec()
+	if w.Probe.IsZero() || err != nil || ops <= 0 {
+		return 0, 0, warm, 0
+	}
+	need := time.Duration(math.Ceil(1.1 * ProbeIdleSamples / ops * float64(time.Second)))
+	idle := min(max(warm/4, need), max(warm/4, MaxProbeIdle))
+	idleStart = warm / 4
+	mainStart = idleStart + idle
+	return idleStart, mainStart, mainStart + warm/2, ops * idle.Seconds()
+}
 
 // ProbeForms is the help text for Probe.
 const ProbeForms = "SIZE@RATE: GETs of SIZE at RATE requests/s (or a bit rate) on " +

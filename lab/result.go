@@ -59,6 +59,9 @@ type Result struct {
 	Steps    []StepResult    `json:"steps,omitempty"`     // --ramp: one per step
 	Knee     *Knee           `json:"knee,omitempty"`      // --ramp: where it stopped keeping up
 	Probe    *ProbeResult    `json:"probe,omitempty"`     // --probe
+	// SizeMix is a mix of sizes as the keyspace realized it, beside the
+	// shares asked (sizemix_realized.go); absent for one size.
+	SizeMix *RealizedMix `json:"size_mix,omitempty"`
 
 	// Cluster is the cluster the run was routed over (bench --cluster);
 	// absent otherwise.

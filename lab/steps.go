@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,12 @@ type StepResult struct {
 	// Dropped: requests of the step never sent, as they would have waited
 	// past the queue limit (--queue-limit) for their connection.
 	Dropped uint64 `json:"dropped"`
+	// Unsent: requests of the step still owed when the window ended.
+	Unsent uint64 `json:"unsent"`
+	// LatenessSlope is the step's queue growth: the slope of its
+	// requests' lateness over their intended times (lab.LatenessSlope
+	// over the step's LatenessBins parts), seconds per second.
+	LatenessSlope float64 `json:"lateness_slope"`
 
 	// Latency is from the intended send time to the last reply byte
 	// (coordinated omission corrected); Service from the actual send.
@@ -63,11 +70,38 @@ func (s StepResult) MarshalJSON() ([]byte, error) {
 type Knee struct {
 	Step    int     `json:"step"`
 	Offered float64 `json:"offered_ops_per_sec"`
-	// P99Ratio is the step's p99 over the first step's (0 when either is
-	// not measured); AchievedRatio its achieved rate over its offered rate.
+	// FloorStep is the step the latency halves compare with (pace.Floor:
+	// the lowest p99 of the ramp's first third), FloorP99 and FloorP50
+	// its percentiles (µs); -1 and 0 when no step there has a p99.
+	FloorStep int     `json:"floor_step"`
+	FloorP99  float64 `json:"floor_p99_us"`
+	FloorP50  float64 `json:"floor_p50_us"`
+	// P99Ratio and P50Ratio are the step's percentiles over the floor's
+	// (0 when either is not measured); AchievedRatio its achieved rate
+	// over its offered rate; LatenessSlope its queue's growth.
 	P99Ratio      float64 `json:"p99_ratio"`
+	P50Ratio      float64 `json:"p50_ratio"`
 	AchievedRatio float64 `json:"achieved_ratio"`
-	// Latency and Rate say which half of the rule the step broke (both can).
+	LatenessSlope float64 `json:"lateness_slope"`
+	// Which parts of the rule the step broke (several can): Latency its
+	// p99, Median its p50, Queue its queue grew, Rate its achieved rate.
 	Latency bool `json:"latency"`
+	Median  bool `json:"p50"`
+	Queue   bool `json:"queue"`
 	Rate    bool `json:"rate"`
+}
+
+// By names the parts of the rule k broke, joined by "+": latency (the
+// p99), p50, queue, rate.
+func (k *Knee) By() string {
+	var by []string
+	for _, p := range []struct {
+		on   bool
+		name string
+	}{{k.Latency, "latency"}, {k.Median, "p50"}, {k.Queue, "queue"}, {k.Rate, "rate"}} {
+		if p.on {
+			by = append(by, p.name)
+		}
+	}
+	return strings.Join(by, "+")
 }

@@ -16,7 +16,7 @@ func TestStepResultJSON(t *testing.T) {
 		Latency: &lab.StepLatency{Count: 2995, P50: 800, P95: 1500, P99: 2100}}
 	b, err := json.Marshal(s)
 	want := `{"step":2,"start":"20s","duration":"10s","offered_ops_per_sec":300,"achieved_ops_per_sec":299.5,"gbps":2.5,` +
-		`"sent":3000,"ops":2995,"errors":5,"late":12,"dropped":0,"latency_us":{"count":2995,"p50":800,"p95":1500,"p99":2100},"start_s":20,"duration_s":10}`
+		`"sent":3000,"ops":2995,"errors":5,"late":12,"dropped":0,"unsent":0,"lateness_slope":0,"latency_us":{"count":2995,"p50":800,"p95":1500,"p99":2100},"start_s":20,"duration_s":10}`
 	if err != nil || string(b) != want {
 		t.Errorf("marshals to\n%s, %v; want\n%s", b, err, want)
 	}
@@ -24,8 +24,9 @@ func TestStepResultJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.Start != s.Start || back.Latency == nil || *back.Latency != *s.Latency || back.Service != nil {
 		t.Errorf("reads back as %+v, %v", back, err)
 	}
-	k, _ := json.Marshal(lab.Knee{Step: 3, Offered: 500, P99Ratio: 2.5, AchievedRatio: 0.99, Latency: true})
-	if want := `{"step":3,"offered_ops_per_sec":500,"p99_ratio":2.5,"achieved_ratio":0.99,"latency":true,"rate":false}`; string(k) != want {
+	k, _ := json.Marshal(lab.Knee{Step: 3, Offered: 500, FloorStep: 1, FloorP99: 400, FloorP50: 100, P99Ratio: 2.5, P50Ratio: 1.5, AchievedRatio: 0.99, Latency: true})
+	if want := `{"step":3,"offered_ops_per_sec":500,"floor_step":1,"floor_p99_us":400,"floor_p50_us":100,"p99_ratio":2.5,"p50_ratio":1.5,` +
+		`"achieved_ratio":0.99,"lateness_slope":0,"latency":true,"p50":false,"queue":false,"rate":false}`; string(k) != want {
 		t.Errorf("a knee marshals to %s, want %s", k, want)
 	}
 }

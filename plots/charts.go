@@ -270,7 +270,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	case MetricProbeP99:
 		note = "Probe: small GETs on connections of their own beside the main load (--probe), p99 from their intended send time. " + note
 	case MetricProbeAdded:
-		note = "Probe: its p99 under the main load minus its p99 alone (the warmup's first half); below zero is noise. " + note
+		note = "Probe: its p99 under the main load minus its p99 alone (in the warmup, before the main load started); 0 where the noise band holds zero (no measurable effect). " + note
 	}
 	kinds := map[MarkKind]bool{}
 	for _, m := range ch.Marks {

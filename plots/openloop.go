@@ -43,6 +43,7 @@ type loadPoint struct {
 	Achieved float64 // requests/s
 	P99      float64 // ms, from the intended send time; NaN when none completed
 	Dropped  uint64
+	Slope    float64 // the queue's growth (lateness_slope), s/s
 }
 
 // loadGroups reads every paced cell of the campaign into load groups:
@@ -127,7 +128,7 @@ func stripRate(key string) string {
 func meanSize(c *Campaign, group string) float64 {
 	for _, r := range c.Run.Sorted() {
 		if stripRate(r.Key) == group {
-			return r.Workload.ValueSz.Mean()
+			return r.Workload.MeanValueBytes()
 		}
 	}
 	return 0
@@ -138,7 +139,7 @@ func rampPoints(recs []*sweeps.CellRecord) []loadPoint {
 	n := len(recs[0].Result.Steps)
 	pts := make([]loadPoint, n)
 	for i := range pts {
-		var p99, ach []float64
+		var p99, ach, slope []float64
 		var dropped []float64
 		for _, r := range recs {
 			if i >= len(r.Result.Steps) {
@@ -147,12 +148,13 @@ func rampPoints(recs []*sweeps.CellRecord) []loadPoint {
 			s := r.Result.Steps[i]
 			pts[i].Offered = s.Offered
 			ach = append(ach, s.Achieved)
+			slope = append(slope, s.LatenessSlope)
 			dropped = append(dropped, float64(s.Dropped))
 			if s.Latency != nil {
 				p99 = append(p99, s.Latency.P99/1000)
 			}
 		}
-		pts[i].Achieved, pts[i].P99, pts[i].Dropped = median(ach), median(p99), uint64(median(dropped))
+		pts[i].Achieved, pts[i].P99, pts[i].Dropped, pts[i].Slope = median(ach), median(p99), uint64(median(dropped)), median(slope)
 	}
 	return pts
 }
@@ -162,16 +164,17 @@ func rampPoints(recs []*sweeps.CellRecord) []loadPoint {
 func ratePoints(byRate map[int][]*sweeps.CellRecord) []loadPoint {
 	var pts []loadPoint
 	for _, recs := range byRate {
-		var p99, ach, dropped []float64
+		var p99, ach, dropped, slope []float64
 		p := loadPoint{Offered: recs[0].Result.OpenLoop.Offered}
 		for _, r := range recs {
 			ach = append(ach, r.Result.OpenLoop.Achieved)
+			slope = append(slope, r.Result.OpenLoop.LatenessSlope)
 			dropped = append(dropped, float64(r.Result.OpenLoop.Dropped))
 			if v, ok := sweeps.CellFigure(r, sweeps.MetricP99); ok {
 				p99 = append(p99, v)
 			}
 		}
-		p.Achieved, p.P99, p.Dropped = median(ach), median(p99), uint64(median(dropped))
+		p.Achieved, p.P99, p.Dropped, p.Slope = median(ach), median(p99), uint64(median(dropped)), median(slope)
 		pts = append(pts, p)
 	}
 	sort.Slice(pts, func(i, j int) bool { return pts[i].Offered < pts[j].Offered })
@@ -183,7 +186,7 @@ func ratePoints(byRate map[int][]*sweeps.CellRecord) []loadPoint {
 func asSteps(pts []loadPoint) []lab.StepResult {
 	out := make([]lab.StepResult, len(pts))
 	for i, p := range pts {
-		out[i] = lab.StepResult{Step: i, Offered: p.Offered, Achieved: p.Achieved}
+		out[i] = lab.StepResult{Step: i, Offered: p.Offered, Achieved: p.Achieved, LatenessSlope: p.Slope}
 		if !math.IsNaN(p.P99) {
 			out[i].Latency = &lab.StepLatency{Count: 1, P99: p.P99 * 1000}
 		}
@@ -225,7 +228,8 @@ func loadChart(c *Campaign, g *loadGroup) *Chart {
 	ch.XTicks = linearTicks(0, ch.XMax, trimFloat)
 	ch.Caption = append(c.Setup().Caption(),
 		"Open loop: p99 from each request's intended send time (queueing included). Marked: the knee, the first load whose p99 is more than "+
-			trimFloat(pace.KneeLatencyFactor)+"x the lowest load's or whose achieved rate falls more than "+
+			trimFloat(pace.KneeLatencyFactor)+"x the floor's (the lowest p99 of the lightest third of loads), whose queue grew (lateness slope above "+
+			trimFloat(lab.MaxLatenessSlope)+" s/s) or whose achieved rate falls more than "+
 			trimFloat(pace.KneeShortfall*100)+"% below the offered rate.")
 	return ch
 }
@@ -234,6 +238,12 @@ func kneeWhy(k *lab.Knee) string {
 	var why []string
 	if k.Latency {
 		why = append(why, fmt.Sprintf("p99 %.3gx", k.P99Ratio))
+	}
+	if k.Median {
+		why = append(why, fmt.Sprintf("p50 %.3gx", k.P50Ratio))
+	}
+	if k.Queue {
+		why = append(why, fmt.Sprintf("queue +%.3g s/s", k.LatenessSlope))
 	}
 	if k.Rate {
 		why = append(why, fmt.Sprintf("achieved %.0f%%", k.AchievedRatio*100))

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/pace"
 	"github.com/linerate/linerate/plots/internal/fixture"
+	"github.com/linerate/linerate/sweeps"
 )
 
 // openRun writes one of the open-loop fixtures into a test directory.
@@ -101,5 +104,26 @@ func TestRateListProbeAndMixCharts(t *testing.T) {
 	}
 	if len(kinds["mix"]) != 4 { // Gbps and p99, at each of two rates
 		t.Errorf("mix charts: %v", kinds["mix"])
+	}
+}
+
+// A load whose queue grew is the knee on the chart as in the record, even
+// when its achieved rate reads 100 % (its requests complete later): the
+// points carry each load's lateness slope (median over repetitions).
+func TestLoadPointsCarryTheQueuesGrowth(t *testing.T) {
+	steps := func(slope float64) []lab.StepResult {
+		return []lab.StepResult{
+			{Step: 0, Offered: 100, Achieved: 100, Latency: &lab.StepLatency{Count: 100, P50: 500, P99: 1000}},
+			{Step: 1, Offered: 200, Achieved: 200, Latency: &lab.StepLatency{Count: 200, P50: 500, P99: 1100}},
+			{Step: 2, Offered: 300, Achieved: 300, LatenessSlope: slope, Latency: &lab.StepLatency{Count: 300, P50: 600, P99: 1500}},
+		}
+	}
+	recs := []*sweeps.CellRecord{{Result: &lab.Result{Steps: steps(0.3)}}, {Result: &lab.Result{Steps: steps(0.2)}}, {Result: &lab.Result{Steps: steps(0)}}}
+	pts := rampPoints(recs)
+	if pts[2].Slope != 0.2 {
+		t.Fatalf("step 2's slope %v, want the median 0.2", pts[2].Slope)
+	}
+	if k := pace.Knee(asSteps(pts)); k == nil || k.Step != 2 || !k.Queue {
+		t.Errorf("knee %+v, want step 2 by its queue", k)
 	}
 }

@@ -353,7 +353,14 @@ func cellHash(v PlanVersion, w lab.Workload, clients int) string {
 // Sums saturate: a hostile file gives a huge estimate (refused), never a
 // negative one.
 func (e EstimateParams) cell(w lab.Workload) time.Duration {
-	return addSat(e.CellOverhead.D(), w.Warmup.D(), w.Duration.D(), e.prefill(w))
+	return addSat(e.CellOverhead.D(), warmupAsRun(w), w.Duration.D(), e.prefill(w))
+}
+
+// warmupAsRun is w's warmup as the bench runs it: longer than asked when
+// a probe's idle phase needs more (lab.Workload.ProbePhases).
+func warmupAsRun(w lab.Workload) time.Duration {
+	_, _, warm, _ := w.ProbePhases()
+	return warm
 }
 
 // prefill is keyspace x value size at the prefill rate, for cells that
@@ -387,7 +394,7 @@ func (p *Plan) estimate() EstimateSummary {
 	s.Total = time.Duration(len(p.Blocks)) * e.ServerStart.D() // at most MaxCells hours
 	for _, c := range p.Cells {
 		s.Total = addSat(s.Total, c.Estimate)
-		s.Measuring = addSat(s.Measuring, c.Workload.Warmup.D(), c.Workload.Duration.D())
+		s.Measuring = addSat(s.Measuring, warmupAsRun(c.Workload), c.Workload.Duration.D())
 		s.Prefill = addSat(s.Prefill, e.prefill(c.Workload))
 	}
 	s.Calibration = p.Campaign.calibrationEstimate()

@@ -44,8 +44,9 @@ Examples:
 Open loop: --rate sends on a schedule whatever the replies do; a request
 whose connection is busy waits in that connection's queue, and its latency
 runs from when the schedule meant to send it (service time, from the real
-send, is recorded beside it). One past --queue-limit is dropped and the run
-is called not sustainable.
+send, is recorded beside it). One past --queue-limit is dropped. The run is
+sustained only when it achieved 95 % of the rate, its queue did not grow
+and nothing was dropped; the summary names what failed.
   # 300 GETs/s of 1 MiB, or 2 Gbit/s of payload, spread as poisson arrivals:
   linerate bench -s 1MiB --prefill --rate 300 -d 30s
   linerate bench -s 1MiB --prefill --rate 2Gbps --arrival poisson -d 30s
@@ -56,7 +57,7 @@ is called not sustainable.
   linerate bench -s 1MiB:60,16MiB:30,64MiB:10 --prefill -d 20s
   linerate bench -s 1MiB-64MiB --prefill -d 20s
   # what 64 MiB GETs cost 100-byte GETs beside them: the probe's p99 under
-  # load minus its p99 alone (the warmup's first half):
+  # load minus its p99 alone (in the warmup, until 1,000 of its GETs are in):
   linerate bench -s 64MiB --prefill --probe 100B@200 --warmup 4s -d 20s
 
 Exit codes: 0 completed; 1 completed with failed requests; 2 bad flags;

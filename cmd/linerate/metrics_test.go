@@ -129,8 +129,10 @@ func TestPrometheusScrapesTheBenchRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ol := res.OpenLoop
-	if ol == nil || !ol.Sustainable || ol.Offered < rate*0.99 || ol.Offered > rate*1.01 {
-		t.Fatalf("not a sustained paced run at %d/s: %+v", rate, ol)
+	// Nothing dropped: every request went on its schedule. (The verdict
+	// also judges achieved and queue growth, which are the machine's.)
+	if ol == nil || ol.Dropped > 0 || ol.Offered < rate*0.99 || ol.Offered > rate*1.01 {
+		t.Fatalf("not a paced run at %d/s without drops: %+v", rate, ol)
 	}
 	gbps := res.Ops[lab.OpGet].Gbps
 	// A window well inside the measured one: it ended ~at res.Ended.

@@ -19,7 +19,8 @@ func (e *engine) collect(res *lab.Result) {
 	if window < 0 {
 		window = 0
 	}
-	res.Window = lab.Window{Warmup: w.Warmup, Requested: w.Duration, Measured: lab.Duration(window)}
+	_, _, warm, _ := w.ProbePhases() // a probe's idle phase can lengthen the warmup
+	res.Window = lab.Window{Warmup: lab.Duration(warm), Requested: w.Duration, Measured: lab.Duration(window)}
 	if !e.windowStart.IsZero() {
 		start := e.windowStart.UTC()
 		res.Window.Start = &start

@@ -12,10 +12,10 @@ import (
 // Open loop (issue 13): the run's schedules, built before it starts, and
 // their figures, merged after it stops.
 //
-// The main load's schedule runs from its start (0, or the warmup's middle
-// with a probe, whose first half of the warmup runs alone) to the end of
-// the window: --rate at its rate throughout; --ramp at its first step's
-// rate in the warmup, then its steps, which are the window. Each issuing
+// The main load's schedule runs from its start (0, or after the probe's
+// idle phase: lab.Workload.ProbePhases) to the end of the window: --rate
+// at its rate throughout; --ramp at its first step's rate in the warmup,
+// then its steps, which are the window. Each issuing
 // unit (a raw connection, a valkey-go worker) sends its own share of it
 // (pace.Chain.Share), so a request whose connection is busy waits in that
 // connection's queue, and the queue's wait is in its latency. The probe's
@@ -36,13 +36,10 @@ func (e *engine) planPacing() error {
 	if !w.Paced() {
 		return nil
 	}
-	warm := w.Warmup.D()
-	end := warm + w.Duration.D()
-	var start time.Duration
-	if !w.Probe.IsZero() {
-		start = warm / 2
-	}
-	main, err := mainSchedule(w, start, end)
+	sched := measureSchedule(w, time.Time{})
+	warm, end := time.Duration(sched.warmupEnd), time.Duration(sched.measureEnd)
+	start := time.Duration(sched.mainStart)
+	main, err := mainSchedule(w, start, warm, end)
 	if err != nil {
 		return err
 	}
@@ -83,10 +80,10 @@ func (e *engine) planPacing() error {
 	return nil
 }
 
-// mainSchedule is the main load's schedule from start to end; nil in
-// closed loop.
-func mainSchedule(w lab.Workload, start, end time.Duration) (*pace.Chain, error) {
-	mean := w.ValueSz.Mean()
+// mainSchedule is the main load's schedule from start to end, its window
+// from warm; nil in closed loop.
+func mainSchedule(w lab.Workload, start, warm, end time.Duration) (*pace.Chain, error) {
+	mean := w.MeanValueBytes()
 	switch {
 	case !w.Rate.IsZero():
 		s, err := pace.FromRate(w.Rate, mean, end-start, w.Arrival, w.Seed)
@@ -99,7 +96,6 @@ func mainSchedule(w lab.Workload, start, end time.Duration) (*pace.Chain, error)
 		if err != nil {
 			return nil, err
 		}
-		warm := w.Warmup.D()
 		if warm <= start {
 			return pace.NewChain(warm, steps)
 		}
@@ -125,9 +121,9 @@ func shareOut(c *pace.Chain, units int) ([]*pace.Chain, error) {
 }
 
 // offered is the main load's offered rate in requests per second: the
-// rate, or a ramp's step rates.
+// rate, or a ramp's step rates (a bit rate over the keys' mean size).
 func offered(w lab.Workload) (rate float64, steps []float64) {
-	mean := w.ValueSz.Mean()
+	mean := w.MeanValueBytes()
 	if !w.Ramp.IsZero() {
 		steps, _ = w.Ramp.StepRates(mean) // validated with the workload
 		var sum float64
@@ -141,16 +137,34 @@ func offered(w lab.Workload) (rate float64, steps []float64) {
 }
 
 // collectOpen merges the open-loop figures into res, after collect's
-// per-op figures: the pacing, a ramp's steps and knee, the probe.
+// per-op figures: the pacing, a ramp's steps and knee, the probe, and a
+// mix's realized sizes (with a warning when -n is too few for it).
 func (e *engine) collectOpen(res *lab.Result, window time.Duration) {
 	w := e.w
+	if _, one := w.ValueSz.Single(); !one {
+		r := w.ValueSz.Realize(w.Seed, w.Keyspace)
+		res.SizeMix = &r
+		if warn := w.ValueSz.Warning(w.Seed, w.Keyspace); warn != "" {
+			res.Notes = append(res.Notes, warn)
+		}
+	}
 	if w.OpenLoop() {
 		rate, rates := offered(w)
 		ol := &lab.OpenLoopResult{Arrival: w.Arrival, QueueLimit: w.QueueLimit, Offered: round3(rate)}
+		var bins [lab.LatenessBins]lab.LatenessBin
 		for _, wk := range e.workers {
-			ol.Sent += wk.open.sent
-			ol.Late += wk.open.late
-			ol.Dropped += wk.open.dropped
+			o := &wk.open
+			ol.Sent += o.sent
+			ol.Late += o.late
+			ol.Dropped += o.dropped
+			ol.Completed += o.completed
+			ol.Failed += o.failed
+			ol.Unsent += o.unsent
+			addLateBins(bins[:], o.lateBins[:])
+		}
+		ol.Due = ol.Completed + ol.Failed + ol.Dropped + ol.Unsent
+		if ol.Sent != ol.Completed+ol.Failed {
+			res.Notes = append(res.Notes, fmt.Sprintf("open loop: %d requests of the window sent, %d completed and %d failed: the accounting does not close", ol.Sent, ol.Completed, ol.Failed))
 		}
 		var done uint64
 		for _, o := range res.Ops {
@@ -159,12 +173,11 @@ func (e *engine) collectOpen(res *lab.Result, window time.Duration) {
 		if window > 0 {
 			ol.Achieved = round3(float64(done) / window.Seconds())
 		}
-		ol.Sustainable = ol.Dropped == 0
-		res.OpenLoop = ol
-		if !ol.Sustainable {
-			res.Notes = append(res.Notes, fmt.Sprintf("not sustainable: %d requests would have waited more than --queue-limit %s for their connection and were dropped; offered %.4g requests/s, achieved %.4g",
-				ol.Dropped, w.QueueLimit, ol.Offered, ol.Achieved))
+		if slope, ok := lab.LatenessSlope(bins[:], time.Duration(w.Duration)); ok {
+			ol.LatenessSlope = round4(slope)
 		}
+		lab.JudgeOpenLoop(ol) // the summary prints ol.Why()
+		res.OpenLoop = ol
 		if rates != nil {
 			res.Steps = e.collectSteps(rates)
 			res.Knee = pace.Knee(res.Steps)
@@ -181,10 +194,12 @@ func (e *engine) collectSteps(rates []float64) []lab.StepResult {
 	out := make([]lab.StepResult, len(rates))
 	lat := make([]uint64, lab.LatBuckets)
 	svc := make([]uint64, lab.LatBuckets)
+	bins := make([]lab.LatenessBin, lab.LatenessBins)
 	for i := range out {
 		s := lab.StepResult{Step: i, Start: lab.Duration(time.Duration(i) * step.D()), Length: step, Offered: round3(rates[i])}
 		clear(lat)
 		clear(svc)
+		clear(bins)
 		var bytes uint64
 		for _, wk := range e.workers {
 			if len(wk.open.steps) <= i {
@@ -196,13 +211,18 @@ func (e *engine) collectSteps(rates []float64) []lab.StepResult {
 			s.Errors += st.errs
 			s.Late += st.late
 			s.Dropped += st.dropped
+			s.Unsent += st.unsent
 			bytes += st.bytes
+			addLateBins(bins, wk.open.stepLateBins[i*lab.LatenessBins:(i+1)*lab.LatenessBins])
 			addBuckets(lat, wk.open.stepLat[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
 			addBuckets(svc, wk.open.stepSvc[i*lab.LatBuckets:(i+1)*lab.LatBuckets])
 		}
 		s.Achieved = round3(float64(s.Ops) / step.Seconds())
 		s.Gbps = round3(float64(bytes) * 8 / 1e9 / step.Seconds())
 		s.Latency, s.Service = bucketLatency(lat), bucketLatency(svc)
+		if slope, ok := lab.LatenessSlope(bins, step.D()); ok {
+			s.LatenessSlope = round4(slope)
+		}
 		out[i] = s
 	}
 	return out
@@ -270,11 +290,22 @@ func (e *engine) collectProbe(res *lab.Result) *lab.ProbeResult {
 	if p.Idle, err = lab.Summarize(idle); err != nil {
 		res.Notes = append(res.Notes, "probe: "+err.Error())
 	}
+	idleStart, mainStart, _, planned := w.ProbePhases()
+	p.IdleLength = lab.Duration(mainStart - idleStart)
+	if n := p.Idle.Count; n < lab.ProbeIdleSamples {
+		p.IdleShort = true
+		why := fmt.Sprintf("its %s alone planned about %.0f; the rest failed, were dropped or did not arrive", p.IdleLength, planned)
+		if planned < lab.ProbeIdleSamples {
+			why = fmt.Sprintf("at %.4g/s its %s alone (at most %s) plan only %.0f", ops, p.IdleLength, lab.MaxProbeIdle, planned)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("probe: the idle p99 rests on %d GETs, fewer than %d: %s; its band is wide", n, lab.ProbeIdleSamples, why))
+	}
 	if p.Latency.Count > 0 && p.Idle.Count > 0 {
 		lLo, lHi := lab.P99Interval(lat)
 		iLo, iHi := lab.P99Interval(idle)
-		p.AddedP99 = p.Latency.P99 - p.Idle.P99
-		p.AddedLow, p.AddedHigh = lLo-iHi, lHi-iLo
+		var measurable bool
+		p.AddedP99, p.AddedLow, p.AddedHigh, measurable = lab.AddedP99(p.Latency.P99, lLo, lHi, p.Idle.P99, iLo, iHi)
+		p.NoEffect = !measurable
 	} else {
 		res.Notes = append(res.Notes, fmt.Sprintf("probe: %d GETs completed alone and %d under load: no added latency to state", p.Idle.Count, p.Latency.Count))
 	}
@@ -298,6 +329,16 @@ func (e *engine) collectProbe(res *lab.Result) *lab.ProbeResult {
 	}
 	return p
 }
+
+func addLateBins(dst, src []lab.LatenessBin) {
+	for i, b := range src {
+		dst[i].N += b.N
+		dst[i].Sum += b.Sum
+	}
+}
+
+// round4 keeps a slope's four decimals: a tenth of the verdict's bound.
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
 func addBuckets(dst []uint64, src []uint32) {
 	for i, n := range src {

@@ -12,6 +12,7 @@ import (
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/pace"
+	"github.com/linerate/linerate/lab/report"
 	"github.com/linerate/linerate/lab/resp"
 	"github.com/linerate/linerate/lab/sink"
 )
@@ -92,10 +93,11 @@ func TestOpenLoopShowsTheQueueClosedLoopHides(t *testing.T) {
 	if svc := g.Service.P50; svc < 0.95*float64(delay.Microseconds()) {
 		t.Errorf("service p50 %.0f µs; the server takes at least 10 ms", svc)
 	}
-	// Every request after the first waits for the one before it.
+	// Every request after the first waits for the one before it; the
+	// queue grows, and the run says so though nothing was dropped.
 	ol := ro.OpenLoop
-	if ol.Late+1 < ol.Sent || !ol.Sustainable || ol.Offered != rate || ol.Dropped != 0 {
-		t.Errorf("pacing %+v: want every request but the first late, none dropped, %.0f/s offered", *ol, rate)
+	if ol.Late+1 < ol.Sent || ol.Sustainable || !ol.QueueGrew || !ol.ShortOfOffered || ol.Offered != rate || ol.Dropped != 0 {
+		t.Errorf("pacing %+v: want every request but the first late, none dropped, %.0f/s offered, not sustainable", *ol, rate)
 	}
 	if ol.Achieved > 101 {
 		t.Errorf("achieved %.1f/s from a server of at most 100/s", ol.Achieved)
@@ -146,10 +148,11 @@ func TestQueueLimitCallsTheRateUnsustainable(t *testing.T) {
 	if ol == nil || ol.Sustainable || ol.Dropped < 500 {
 		t.Fatalf("pacing %+v: 1000/s at a server of 100/s must drop most and say so", ol)
 	}
-	// The window offered 1500; those still queued at its end (at most the
-	// limit's 100) were neither sent nor dropped.
-	if ol.Sent+ol.Dropped < 1350 || ol.Sent+ol.Dropped > 1500 {
-		t.Errorf("sent %d + dropped %d: the window offered 1500", ol.Sent, ol.Dropped)
+	// The window offered 1500: each is completed, failed, dropped or
+	// still owed at its end (how many are owed then depends on how long
+	// the last replies took: a drop is decided when the connection frees).
+	if ol.Due != 1500 || ol.Completed+ol.Failed+ol.Dropped+ol.Unsent != ol.Due || ol.Sent != ol.Completed+ol.Failed {
+		t.Errorf("due %d: completed %d + failed %d + dropped %d + unsent %d; sent %d", ol.Due, ol.Completed, ol.Failed, ol.Dropped, ol.Unsent, ol.Sent)
 	}
 	// A request waits at most the limit, then takes its service time:
 	// the p99 of the latency stays near the limit plus the service's p99,
@@ -158,12 +161,8 @@ func TestQueueLimitCallsTheRateUnsustainable(t *testing.T) {
 	if p, svc := g.Latency.P99, g.Service.P99; p > 100_000+2*svc+50_000 {
 		t.Errorf("latency p99 %.0f µs: past the 100 ms queue limit and twice the service p99 (%.0f µs)", p, svc)
 	}
-	noted := false
-	for _, n := range res.Notes {
-		noted = noted || strings.HasPrefix(n, "not sustainable:")
-	}
-	if !noted {
-		t.Errorf("no note says the rate was not sustainable: %q", res.Notes)
+	if why := strings.Join(ol.Why(), "; "); !strings.Contains(why, "requests dropped") {
+		t.Errorf("the verdict does not name the drops: %q", why)
 	}
 }
 
@@ -192,8 +191,12 @@ func TestOpenLoopSendsTheScheduleToARealServer(t *testing.T) {
 			// How many were sent in time is the machine's as much as the
 			// engine's (28 of 400 once, with both CPUs taken by qemu):
 			// never more than the schedule holds, never none.
-			if ol.Sent > due || ol.Sent == 0 || ol.Dropped != 0 || !ol.Sustainable || len(g.Errors) > 0 {
+			// Whether it sustained is the machine's too: not judged here.
+			if ol.Sent > due || ol.Sent == 0 || ol.Dropped != 0 || len(g.Errors) > 0 {
 				t.Errorf("sent %d, dropped %d, errors %v: the window's schedule holds %d", ol.Sent, ol.Dropped, g.Errors, due)
+			}
+			if ol.Due != due || ol.Completed+ol.Failed+ol.Dropped+ol.Unsent != due || ol.Failed != 0 {
+				t.Errorf("due %d: completed %d + failed %d + dropped %d + unsent %d", ol.Due, ol.Completed, ol.Failed, ol.Dropped, ol.Unsent)
 			}
 			// Completed in the window: at most what the schedule sent,
 			// the window's requests and the warmup's (80 at 400/s), some
@@ -207,6 +210,43 @@ func TestOpenLoopSendsTheScheduleToARealServer(t *testing.T) {
 			}
 			t.Logf("%s: achieved %.2f of %.0f/s, %d of %d late", name, ol.Achieved, ol.Offered, ol.Late, ol.Sent)
 		})
+	}
+}
+
+// Issue 25: against a server slower than the rate, with a queue limit
+// longer than the run, nothing is dropped and the run used to say
+// "sustained" while a third of the requests due were in neither sent nor
+// dropped. Four connections at one request each to a sink that holds
+// every reply 10 ms serve at most 400/s; 1000/s for 2 s is 2000 due, of
+// which at most 4 x (2.2 s / 10 ms + 1) = 884 can be sent (the warmup
+// and the window at the server's pace). Every one of the 2000 is
+// counted once, and the verdict names both failed conditions.
+func TestASlowServerIsNotSustainedAndEveryRequestIsCounted(t *testing.T) {
+	w := sinkWorkload()
+	w.Connections = 4
+	w.Port = startSink(t, w, 10*time.Millisecond)
+	w.Rate, w.QueueLimit = lab.Rate{PerSec: 1000}, lab.Duration(20*time.Second)
+	w.Warmup = lab.Duration(200 * time.Millisecond)
+	res := run(t, w)
+	ol := res.OpenLoop
+	if ol == nil {
+		t.Fatal("no open_loop in the record")
+	}
+	if ol.Due != 2000 || ol.Completed+ol.Failed+ol.Dropped+ol.Unsent != ol.Due || ol.Sent != ol.Completed+ol.Failed {
+		t.Errorf("due %d: completed %d + failed %d + dropped %d + unsent %d; sent %d", ol.Due, ol.Completed, ol.Failed, ol.Dropped, ol.Unsent, ol.Sent)
+	}
+	if ol.Dropped != 0 || ol.Sent > 884 || ol.Unsent < 2000-884 {
+		t.Errorf("sent %d, dropped %d, unsent %d: a server of 400/s sends at most 884 of them", ol.Sent, ol.Dropped, ol.Unsent)
+	}
+	if ol.Sustainable || !ol.ShortOfOffered || !ol.QueueGrew {
+		t.Errorf("verdict sustainable %v, short %v, queue grew %v (slope %v, achieved %v of %v)", ol.Sustainable, ol.ShortOfOffered, ol.QueueGrew, ol.LatenessSlope, ol.Achieved, ol.Offered)
+	}
+	var text strings.Builder
+	report.WriteSummary(&text, res, nil)
+	for _, want := range []string{"NOT SUSTAINABLE", "of the 1000 offered", "the queue grew", fmt.Sprintf("due %d", ol.Due)} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, text.String())
+		}
 	}
 }
 
@@ -287,10 +327,23 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			// The record's realized mix is what the server holds.
+			held := make([]lab.RealizedClass, len(tc.classes))
 			for key := uint32(0); key < uint32(w.Keyspace); key++ {
 				n, err := c.Integer(context.Background(), "STRLEN", lab.KeyName(key, 16))
 				if want := int64(mix.SizeFor(w.Seed, key)); err != nil || n != want {
 					t.Fatalf("key %d holds %d bytes (%v), the mix gives it %d", key, n, err, want)
+				}
+				i := mix.Class(lab.Size(n))
+				held[i].Keys++
+				held[i].Bytes += uint64(n)
+			}
+			if res.SizeMix == nil || len(res.SizeMix.Classes) != len(held) {
+				t.Fatalf("size_mix %+v", res.SizeMix)
+			}
+			for i, c := range res.SizeMix.Classes {
+				if c.Keys != held[i].Keys || c.Bytes != held[i].Bytes {
+					t.Errorf("size_mix class %s: %d keys, %d bytes; the server holds %d, %d", c.Class, c.Keys, c.Bytes, held[i].Keys, held[i].Bytes)
 				}
 			}
 			for _, op := range []lab.Op{lab.OpGet, lab.OpSet} {
@@ -321,13 +374,17 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 }
 
 // The probe beside a tiny load: its GETs are counted apart from the main
-// load's, alone (the warmup's first half) and under load, and the added
-// p99 lies inside its own noise band. Whether that band holds zero is the
-// machine's to say as much as the engine's: `make bench` has that row.
+// load's, alone and under load. Alone it runs until its schedule holds
+// 1,100 GETs (1.1 s at 1000/s, past the 0.5 s quarter of a 2 s warmup),
+// all answered by a sink with nothing to delay them: the idle p99 rests
+// on at least 1,000. The added p99 is a latency inside its band or "no
+// measurable effect", never negative; which one is the machine's to say as
+// much as the engine's (`make bench` has that row).
 func TestProbeIsCountedApartFromTheLoad(t *testing.T) {
 	w := sinkWorkload()
-	w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 200}}
+	w.Probe = lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 1000}}
 	w.Rate = lab.Rate{PerSec: 5}
+	w.QueueLimit = lab.Duration(20 * time.Second) // no probe GET dropped, however busy the machine
 	w.Warmup, w.Duration = lab.Duration(2*time.Second), lab.Duration(2*time.Second)
 	w.Port = startSink(t, w, 0)
 	w.Prefill = true
@@ -336,18 +393,27 @@ func TestProbeIsCountedApartFromTheLoad(t *testing.T) {
 	if p == nil {
 		t.Fatal("no probe in the record")
 	}
-	// 200/s: 400 due in the window.
-	if p.Idle.Count < 10 || p.Latency.Count < 100 || p.Sent > 400 || p.Ops > 401 || p.Errors > 0 || p.Offered != 200 || len(p.Series) != 2 {
-		t.Fatalf("probe %d idle, %d under load, %d sent, %d done, %d errors, %v/s, %d seconds", p.Idle.Count, p.Latency.Count, p.Sent, p.Ops, p.Errors, p.Offered, len(p.Series))
+	// 1000/s: 2000 due in the window.
+	if p.Idle.Count < lab.ProbeIdleSamples || p.IdleShort || p.Latency.Count < 100 || p.Sent > 2000 || p.Ops > 2001 || p.Errors > 0 || p.Offered != 1000 || len(p.Series) != 2 {
+		t.Fatalf("probe %d idle (short %v), %d under load, %d sent, %d done, %d errors, %v/s, %d seconds", p.Idle.Count, p.IdleShort, p.Latency.Count, p.Sent, p.Ops, p.Errors, p.Offered, len(p.Series))
 	}
-	if !(p.AddedLow <= p.AddedP99 && p.AddedP99 <= p.AddedHigh) || p.AddedP99 != p.Latency.P99-p.Idle.P99 {
+	// The warmup ran 0.5 s settling, 1.1 s alone, 1 s the main load's.
+	if p.IdleLength.D() != 1100*time.Millisecond || res.Window.Warmup.D() != 2600*time.Millisecond {
+		t.Errorf("idle %s, warmup %s: want 1.1 s alone in a 2.6 s warmup", p.IdleLength, res.Window.Warmup)
+	}
+	switch {
+	case p.AddedP99 < 0:
+		t.Errorf("a negative added p99 %.0f µs", p.AddedP99)
+	case p.NoEffect && (p.AddedP99 != 0 || p.AddedLow > 0):
+		t.Errorf("no measurable effect with added %.0f µs, band [%.0f, %.0f]", p.AddedP99, p.AddedLow, p.AddedHigh)
+	case !p.NoEffect && (p.AddedLow <= 0 || p.AddedP99 != p.Latency.P99-p.Idle.P99 || p.AddedP99 < p.AddedLow || p.AddedP99 > p.AddedHigh):
 		t.Errorf("added p99 %.0f µs (%.0f - %.0f) outside its band [%.0f, %.0f]", p.AddedP99, p.Latency.P99, p.Idle.P99, p.AddedLow, p.AddedHigh)
 	}
 	// The main load's GETs: at most the 10 due at 5/s in 2 s.
 	if g := res.Ops[lab.OpGet]; g.Ops < 1 || g.Ops > 11 {
 		t.Errorf("the main load completed %d GETs at 5/s for 2 s: the probe's are counted apart", g.Ops)
 	}
-	t.Logf("probe p99 alone %.0f µs, beside 5/s %.0f µs: added %.0f [%.0f, %.0f]", p.Idle.P99, p.Latency.P99, p.AddedP99, p.AddedLow, p.AddedHigh)
+	t.Logf("probe p99 alone %.0f µs (%d), beside 5/s %.0f µs: added %.0f [%.0f, %.0f], no effect %v", p.Idle.P99, p.Idle.Count, p.Latency.P99, p.AddedP99, p.AddedLow, p.AddedHigh, p.NoEffect)
 }
 
 // A probe's keys are written by the prefill at the probe's size, after
@@ -356,7 +422,7 @@ func TestProbeKeysArePrefilled(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
 	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 10, ValueSz: lab.OneSize(8192),
-		Prefill: true, Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 100}},
+		Prefill: true, Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 1000}}, // 1.1 s alone
 		Warmup: lab.Duration(2 * time.Second), Duration: lab.Duration(time.Second), Seed: 2}
 	res := run(t, w)
 	if res.Server.DBSizeAfterPrefill == nil || *res.Server.DBSizeAfterPrefill != 10+lab.ProbeKeys {

@@ -15,7 +15,16 @@ import (
 // rest of a worker's state, only the worker writes it and collect reads it
 // after the run; everything is allocated before the stage starts.
 type openStats struct {
-	sent, late, dropped uint64 // the main load, intended in the window
+	// The main load's requests intended in the window: each due one is
+	// completed, failed, dropped or unsent (countUnsent, at the end);
+	// sent is completed + failed.
+	sent, late, dropped       uint64
+	completed, failed, unsent uint64
+	// The main load's lateness by when each request was sent or dropped
+	// in the window: the window's LatenessBins parts, and each ramp
+	// step's (steps x LatenessBins).
+	lateBins     [lab.LatenessBins]lab.LatenessBin
+	stepLateBins []lab.LatenessBin
 
 	steps   []stepStat // a ramp: per step
 	stepLat []uint32   // steps x LatBuckets, latency from the intended time
@@ -29,12 +38,12 @@ type openStats struct {
 	probe *probeStats // nil without --probe
 }
 
-type stepStat struct{ sent, ops, errs, late, dropped, bytes uint64 }
+type stepStat struct{ sent, ops, errs, late, dropped, unsent, bytes uint64 }
 
 type classStat struct{ ops, bytes, errs uint64 }
 
-// probeStats is the probe's figures: idle is the warmup's first half,
-// the rest the measured window, each by intended send time.
+// probeStats is the probe's figures: idle is its idle phase (alone, in
+// the warmup), the rest the measured window, each by intended send time.
 type probeStats struct {
 	lat, svc, idle                 *hdr.Histogram
 	sent, ops, errs, late, dropped uint64
@@ -53,6 +62,34 @@ func (s *schedule) stepOf(at int64) int {
 	return min(int((at-s.warmupEnd)/s.stepLen), s.steps-1)
 }
 
+// binOf is the part of the window (of LatenessBins) time t falls in; t
+// must be in the window.
+func (s *schedule) binOf(t int64) int {
+	return min(int((t-s.warmupEnd)*lab.LatenessBins/(s.measureEnd-s.warmupEnd)), lab.LatenessBins-1)
+}
+
+// stepBinOf is the part of ramp step i (of LatenessBins) t falls in.
+func (s *schedule) stepBinOf(i int, t int64) int {
+	return i*lab.LatenessBins + min(int((t-s.warmupEnd-int64(i)*s.stepLen)*lab.LatenessBins/s.stepLen), lab.LatenessBins-1)
+}
+
+// addLate files the lateness of a main-load request sent or dropped at t
+// (whenever it was intended): how far behind its schedule the queue was
+// then. Outside the window it is nothing.
+func (w *worker) addLate(t, late int64) {
+	if !w.sched.inWindow(t) {
+		return
+	}
+	b := &w.open.lateBins[w.sched.binOf(t)]
+	b.N++
+	b.Sum += float64(late)
+	if i := w.sched.stepOf(t); i >= 0 {
+		b := &w.open.stepLateBins[w.sched.stepBinOf(i, t)]
+		b.N++
+		b.Sum += float64(late)
+	}
+}
+
 // issuedPaced counts a paced request started at t, intended at at.
 func (w *worker) issuedPaced(at, t int64, probe bool) {
 	late := isLate(t, at)
@@ -63,6 +100,7 @@ func (w *worker) issuedPaced(at, t int64, probe bool) {
 		}
 		return
 	}
+	w.addLate(t, t-at)
 	if w.sched.inWindow(at) {
 		w.open.sent++
 		w.open.late += b2u(late)
@@ -73,21 +111,78 @@ func (w *worker) issuedPaced(at, t int64, probe bool) {
 	}
 }
 
-// dropped counts a paced request never sent: it would have waited past
-// the queue limit.
-func (w *worker) dropped(at int64, probe bool) {
+// dropped counts a paced request never sent, intended at at and given up
+// at t: it would have waited past the queue limit.
+func (w *worker) dropped(at, t int64, probe bool) {
 	if probe {
 		if p := w.open.probe; p != nil && w.sched.inWindow(at) {
 			p.dropped++
 		}
 		return
 	}
+	w.addLate(t, t-at)
 	if w.sched.inWindow(at) {
 		w.open.dropped++
 	}
 	if i := w.sched.stepOf(at); i >= 0 {
 		w.open.steps[i].dropped++
 	}
+}
+
+// countUnsent counts the main load's requests of the window that were
+// still owed when it ended at end (ns since base; before the schedule's
+// end when the run was stopped): neither sent nor dropped.
+func (w *worker) countUnsent(end int64) {
+	end = min(end, w.sched.measureEnd)
+	count := func(p *pacing) {
+		if p.sched == nil || p.probe {
+			return
+		}
+		for n := p.sent; ; n++ {
+			d, ok := p.sched.Intended(n)
+			at := int64(d)
+			if !ok || at >= end {
+				return
+			}
+			if !w.sched.inWindow(at) {
+				continue
+			}
+			w.open.unsent++
+			if i := w.sched.stepOf(at); i >= 0 {
+				w.open.steps[i].unsent++
+			}
+		}
+	}
+	for _, c := range w.conns {
+		count(&c.pacing)
+	}
+	if w.vk != nil {
+		count(&w.vk.pacing)
+	}
+}
+
+// settled files a main-load request of the window that was sent and
+// ended: answered (kind ok) or failed, abandoned included.
+func (w *worker) settled(r *req, kind errIdx) {
+	if !r.paced || r.probe || !w.sched.inWindow(r.intended) {
+		return
+	}
+	if kind == ok {
+		w.open.completed++
+	} else {
+		w.open.failed++
+	}
+}
+
+// abandon cuts off the requests still queued on c: they fail unanswered
+// (the run ended, or the connection was reset under them).
+func (c *rconn) abandon() {
+	c.wk.abandoned += uint64(c.qLen)
+	for i := 0; i < c.qLen; i++ {
+		r := &c.q[(c.qHead+i)%len(c.q)]
+		c.wk.settled(r, eConn)
+	}
+	c.qLen, c.sending = 0, false
 }
 
 func b2u(b bool) uint64 {
@@ -173,6 +268,7 @@ func (w *worker) prepareOpen(wl *lab.Workload, s *schedule, probe bool) {
 	}
 	if s.steps > 0 {
 		o.steps = make([]stepStat, s.steps)
+		o.stepLateBins = make([]lab.LatenessBin, s.steps*lab.LatenessBins)
 		o.stepLat = make([]uint32, s.steps*lab.LatBuckets)
 		o.stepSvc = make([]uint32, s.steps*lab.LatBuckets)
 	}

@@ -69,7 +69,7 @@ func (p *pacing) due(w *worker, t int64) bool {
 				p.dueAt = t
 				return false
 			}
-			w.dropped(int64(at), p.probe)
+			w.dropped(int64(at), t, p.probe)
 			p.sent++
 		}
 	}

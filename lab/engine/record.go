@@ -95,6 +95,7 @@ func (w *worker) record(r *req, kind errIdx, miss bool, t int64, wireIn uint64) 
 		return
 	}
 	w.live.add(phase, r.op, kind, miss, t-from, r.size)
+	w.settled(r, kind)
 	if r.paced {
 		w.recordStep(r, kind, miss, t, from, sent)
 	}

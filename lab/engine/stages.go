@@ -53,13 +53,12 @@ func (e *engine) prefill(ctx context.Context, progress io.Writer) error {
 
 // measureSchedule is the warmup, window and drain of w from base.
 func measureSchedule(w lab.Workload, base time.Time) *schedule {
-	warm := int64(w.Warmup)
+	idle, main, warmEnd, _ := w.ProbePhases()
+	warm := int64(warmEnd)
 	end := warm + int64(w.Duration)
 	secs := int((w.Duration.D() + time.Second - 1) / time.Second)
 	s := &schedule{base: base, warmupEnd: warm, measureEnd: end, drainEnd: end + drainFor(w.Pipeline, int64(w.RequestTimeout)), seconds: secs}
-	if !w.Probe.IsZero() {
-		s.idleStart, s.mainStart = warm/4, warm/2
-	}
+	s.idleStart, s.mainStart = int64(idle), int64(main)
 	if !w.Ramp.IsZero() {
 		s.stepLen, s.steps = int64(w.Ramp.Step), w.Ramp.Steps
 	}
@@ -158,6 +157,9 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 		startAt = endAt
 	}
 	e.windowStart, e.windowEnd = startAt, endAt
+	for _, wk := range e.workers {
+		wk.countUnsent(int64(endAt.Sub(base)))
+	}
 	if !sampled[0] {
 		e.procStart = getUsage(unix.RUSAGE_SELF)
 	}

@@ -22,8 +22,7 @@ func (c *rconn) deadlineStart() int64 {
 func (c *rconn) timeOut(t int64) {
 	c.lastRead = t
 	c.complete(eTimeout, false)
-	c.wk.abandoned += uint64(c.qLen)
-	c.qLen, c.sending = 0, false
+	c.abandon()
 	c.reconnect()
 }
 

@@ -30,9 +30,9 @@ type schedule struct {
 	prefillMode bool
 	// Open loop: when the probe's idle latency is measured from (the
 	// warmup's first quarter settles its connections) and when the main
-	// load starts (after the probe's idle half of the warmup; 0 without a
-	// probe), and a ramp's step length and count (0 without a ramp; its
-	// steps are the window).
+	// load starts (after the probe's idle phase, lab.Workload.ProbePhases;
+	// 0 without a probe), and a ramp's step length and count (0 without a
+	// ramp; its steps are the window).
 	idleStart int64
 	mainStart int64
 	stepLen   int64
@@ -182,8 +182,7 @@ func (w *worker) run() {
 	// half-read replies, so they cannot serve another stage.
 	for _, c := range w.conns {
 		if !c.dead && (c.qLen > 0 || c.sending) {
-			w.abandoned += uint64(c.qLen)
-			c.qLen, c.sending = 0, false
+			c.abandon()
 			c.close()
 			c.dead = true
 			w.dead++

@@ -39,12 +39,15 @@
 //
 // # The knee
 //
-// Knee finds where a ramp stopped keeping up: the first step whose p99
-// latency (from the intended send time) is more than twice the first
-// step's p99, or whose achieved rate is more than 5 % below its offered
-// rate. The first step can be the knee only by the second half (the
-// server did not keep up even at the lowest rate); when the first step
-// has no p99 (nothing completed) only the second half applies. No step
-// breaking the rule means no knee: the server kept up with the whole
-// ramp.
+// Knee finds where a ramp stopped keeping up. Its latency baseline is the
+// floor step (Floor): of the ramp's first third (at least its first two
+// steps), the one with the lowest p99, so one noisy step among the
+// lightest loads cannot raise it. A step after the floor is the knee when
+// its p99 is more than 2x the floor's or its p50 more than 3x; any step
+// is the knee when its queue grew within it (lateness slope above
+// lab.MaxLatenessSlope: its requests complete late, so its achieved rate
+// alone can read 100 %) or its achieved rate is more than 5 % below its
+// offered rate. The first step breaking any part is the knee; none means
+// the server kept up with the whole ramp. docs/result-schema.md works an
+// example.
 package pace

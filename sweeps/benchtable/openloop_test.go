@@ -79,7 +79,7 @@ func BenchmarkProbe(b *testing.B) {
 	probe := []string{"--probe", "100B@200"}
 	sink := labtest.StartSink(b, bin, nil, append(sinkArgs, probe...)...)
 	const warmup, window = 2 * time.Second, 2 * time.Second
-	results.where(secProbe, fmt.Sprintf("loopback: linerate bench --probe 100B@200 beside --rate 5 (GET 4KiB, -c 1, -t 1, --prefill) against linerate sink, %s warmup (its first half is the probe alone), %s window; A is the band's low end, judged alone",
+	results.where(secProbe, fmt.Sprintf("loopback: linerate bench --probe 100B@200 beside --rate 5 (GET 4KiB, -c 1, -t 1, --prefill) against linerate sink, %s warmup (after its first quarter the probe runs alone for 1,100 GETs, 5.5 s at 200/s, then the main load warms up for half of it), %s window; A is the band's low end, judged alone",
 		warmup, window))
 	var low, added, high, idle []float64
 	var ns []string

@@ -33,11 +33,11 @@ var pacedWorkloadColumns = []column{
 		return round(r.w.ValueSz.Mean(), 1e3)
 	}),
 	col("rate", String, "--rate as given (300, 20Gbps); empty in closed loop", func(r *row) any { return str(r.w.Rate.String()) }),
-	col("rate_ops_per_sec", Float, "--rate in requests/s (a bit rate over the mix's mean size)", func(r *row) any {
+	col("rate_ops_per_sec", Float, "--rate in requests/s (a bit rate over the keys' mean size)", func(r *row) any {
 		if r.w.Rate.IsZero() {
 			return nil
 		}
-		v, err := r.w.Rate.OpsPerSec(r.w.ValueSz.Mean())
+		v, err := r.w.Rate.OpsPerSec(r.w.MeanValueBytes())
 		if err != nil {
 			return nil
 		}
@@ -64,24 +64,15 @@ var pacedCellColumns = concat(
 		col("sent", Int, "open loop: requests intended in the window that were sent, every op", openLoop(func(o *lab.OpenLoopResult) any { return o.Sent })),
 		col("late", Int, "open loop: of those, sent more than 1 ms after their intended time", openLoop(func(o *lab.OpenLoopResult) any { return o.Late })),
 		col("dropped", Int, "open loop: never sent, they would have waited past --queue-limit", openLoop(func(o *lab.OpenLoopResult) any { return o.Dropped })),
-		col("sustainable", Bool, "open loop: false when any request was dropped", openLoop(func(o *lab.OpenLoopResult) any { return o.Sustainable })),
+		col("sustainable", Bool, "open loop: the verdict: achieved at least 95 % of offered, the queue not growing, nothing dropped", openLoop(func(o *lab.OpenLoopResult) any { return o.Sustainable })),
 	},
 	summaryColumns("service_", "open loop: service time (from the real send)", func(r *row) *lab.LatencySummary { return r.o.Service }),
 	[]column{
 		col("knee_step", Int, "ramp: the first step that broke the knee rule, from 0; empty when none did", knee(func(k *lab.Knee) any { return int64(k.Step) })),
 		col("knee_offered_ops_per_sec", Float, "ramp: that step's offered rate", knee(func(k *lab.Knee) any { return k.Offered })),
-		col("knee_p99_ratio", Float, "ramp: that step's p99 over the first step's", knee(func(k *lab.Knee) any { return k.P99Ratio })),
+		col("knee_p99_ratio", Float, "ramp: that step's p99 over the floor step's (the lowest p99 of the ramp's first third)", knee(func(k *lab.Knee) any { return k.P99Ratio })),
 		col("knee_achieved_ratio", Float, "ramp: that step's achieved over offered rate", knee(func(k *lab.Knee) any { return k.AchievedRatio })),
-		col("knee_by", String, "ramp: which half of the rule fired: latency, rate or latency+rate", knee(func(k *lab.Knee) any {
-			var by []string
-			if k.Latency {
-				by = append(by, "latency")
-			}
-			if k.Rate {
-				by = append(by, "rate")
-			}
-			return str(strings.Join(by, "+"))
-		})),
+		col("knee_by", String, "ramp: which parts of the rule fired, joined by +: latency (p99), p50, queue, rate", knee(func(k *lab.Knee) any { return str(k.By()) })),
 
 		col("probe_p50_ms", Float, "probe: p50 under the main load, ms, from the intended send time", probeMs(func(p *lab.ProbeResult) (lab.LatencySummary, float64) { return p.Latency, p.Latency.P50 })),
 		col("probe_p99_ms", Float, "probe: p99 under the main load, ms", probeMs(func(p *lab.ProbeResult) (lab.LatencySummary, float64) { return p.Latency, p.Latency.P99 })),

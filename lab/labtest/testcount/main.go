@@ -31,6 +31,10 @@ func count(in io.Reader, out, errw io.Writer) int {
 	var passed, failed int
 	var skipped, failedNames, brokenPkgs []string
 	output := map[string]*strings.Builder{}
+	// Top-level tests started and not yet ended, by package: when a
+	// package dies (its -timeout, a crash) the tests still running get no
+	// event of their own, and their output holds the stack dump.
+	running := map[string][]string{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -45,6 +49,10 @@ func count(in io.Reader, out, errw io.Writer) int {
 		key := e.Package + " " + topName
 		top := e.Test != "" && topName == e.Test
 		switch e.Action {
+		case "run":
+			if top {
+				running[e.Package] = append(running[e.Package], key)
+			}
 		case "output":
 			if output[key] == nil {
 				output[key] = &strings.Builder{}
@@ -53,23 +61,36 @@ func count(in io.Reader, out, errw io.Writer) int {
 		case "pass":
 			if top {
 				passed++
+				running[e.Package] = without(running[e.Package], key)
 			}
 		case "skip":
 			if top {
 				skipped = append(skipped, e.Test)
+				running[e.Package] = without(running[e.Package], key)
 			}
 		case "fail":
 			switch {
 			case top:
 				failed++
 				failedNames = append(failedNames, key)
+				running[e.Package] = without(running[e.Package], key)
 			case e.Test == "":
 				brokenPkgs = append(brokenPkgs, e.Package)
+				for _, k := range running[e.Package] {
+					failed++
+					failedNames = append(failedNames, k+" (still running when the package ended)")
+					output[k+" (still running when the package ended)"] = output[k]
+				}
+				delete(running, e.Package)
 			}
 		}
 	}
 	for _, k := range failedNames {
-		fmt.Fprintf(errw, "--- FAIL: %s\n%s", k, output[k])
+		if o := output[k]; o != nil {
+			fmt.Fprintf(errw, "--- FAIL: %s\n%s", k, o)
+		} else {
+			fmt.Fprintf(errw, "--- FAIL: %s\n", k)
+		}
 	}
 	for _, p := range brokenPkgs {
 		if o := output[p+" "]; o != nil {
@@ -86,6 +107,16 @@ func count(in io.Reader, out, errw io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// without returns keys less key.
+func without(keys []string, key string) []string {
+	for i, k := range keys {
+		if k == key {
+			return append(keys[:i], keys[i+1:]...)
+		}
+	}
+	return keys
 }
 
 func lastLines(s string, n int) string {

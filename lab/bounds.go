@@ -229,7 +229,7 @@ var rules = []rule{
 	}},
 	{"--queue-limit", true, func(w *Workload) string {
 		if w.QueueLimit < 0 || w.QueueLimit.D() > MaxRequestTimeout || (w.QueueLimit > 0 && w.QueueLimit.D() < MinQueueLimit) {
-			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, fmtDur(MaxRequestTimeout))
+			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, ShortDuration(MaxRequestTimeout))
 		}
 		return ""
 	}},
@@ -387,3 +387,9 @@ func (w Workload) CheckField(name string) error {
 // minKeySize is the shortest key that still names n distinct keys with the
 // "key:" prefix used by every engine.
 func minKeySize(n int) int { return len(keyPrefix) + len(strconv.Itoa(max(n-1, 0))) }
+
+// ShortDuration prints whole hours as "24h", not "24h0m0s": a bound as
+// errors and help state it.
+func ShortDuration(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -298,7 +299,7 @@ func reproduce(c *Campaign) (rebuild, rerun []string, bench []reportCommand) {
 		w = w.Resolve()
 		w.Threads = given // 0: the client host decides, as in the campaign
 		var args []string
-		for _, a := range w.Args() {
+		for _, a := range fields.Args(w) {
 			if a == "SERVER" {
 				a = "$SERVER"
 			}

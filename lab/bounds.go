@@ -177,7 +177,8 @@ var rules = []rule{
 	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
 	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
 	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.Validate()) }},
-	// Open loop (issue 13).
+	// Open loop: a rate or a ramp, checked against the value sizes it
+	// paces, and what pacing needs from the other fields.
 	{"--rate", true, func(w *Workload) string {
 		if w.Rate.IsZero() {
 			return ""
@@ -284,7 +285,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	// Commands (issue 14): one command, and keys per request.
+	// Commands: one command, and keys per request.
 	{"--command", true, func(w *Workload) string { return errMsg(w.Command.validate()) }},
 	{"--command", false, func(w *Workload) string {
 		switch {

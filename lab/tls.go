@@ -10,7 +10,7 @@ import (
 )
 
 // TLS is how the bench's connections (data and control) speak TLS to a
-// TLS-only server (issue 14). The zero value is plain TCP and is left out
+// TLS-only server. The zero value is plain TCP and is left out
 // of records, so plaintext records and cell hashes read as before. Paths
 // are stored, never the keys.
 type TLS struct {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/linerate/linerate/lab/keys"
 )
 

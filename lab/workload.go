@@ -39,7 +39,7 @@ type Workload struct {
 	Seed           uint64   `json:"seed"`
 	Engine         string   `json:"engine"`
 
-	// Open loop and the collateral probe (issue 13). Every zero is closed
+	// Open loop and the collateral probe. Every zero is closed
 	// loop as before, and is left out of the JSON, so records and cell
 	// hashes of closed-loop runs read as they always did.
 	Rate    Rate    `json:"rate,omitzero"`     // --rate: a constant offered rate
@@ -51,7 +51,7 @@ type Workload struct {
 	QueueLimit Duration `json:"queue_limit,omitempty"`
 	Probe      Probe    `json:"probe,omitzero"` // --probe SIZE@RATE
 
-	// Commands (issue 14): the command issued and, for mget and mset, the
+	// Commands: the command issued and, for mget and mset, the
 	// keys of each request. Zero is the -r mix of GET and SET, left out
 	// of the JSON as the open-loop fields are.
 	Command   Command `json:"command,omitempty"`
@@ -59,8 +59,8 @@ type Workload struct {
 	// Cluster: the address is one node of a Valkey/Redis Cluster; the raw
 	// engine reads the slot map from it and routes by slot (bench --cluster).
 	Cluster bool `json:"cluster,omitempty"`
-	// TLS on the data and control connections (issue 14); zero is plain
-	// TCP and is left out of the JSON.
+	// TLS on the data and control connections; zero is plain TCP and
+	// is left out of the JSON, so plaintext records read as before.
 	TLS TLS `json:"tls,omitzero"`
 }
 

@@ -140,7 +140,7 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.Engine = v.(string) },
 		format:  func(v any) string { return v.(string) },
 		segment: func(v any) string { return v.(string) }},
-	// Open loop (issue 13), after every older axis so the cell IDs of
+	// Open loop, after every older axis so the cell IDs of
 	// campaigns without them stay as they were. A list of rates is a
 	// load axis.
 	{name: "rate",
@@ -164,7 +164,7 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.Probe = v.(lab.Probe) },
 		format:  func(v any) string { return v.(lab.Probe).String() },
 		segment: func(v any) string { return "probe" + v.(lab.Probe).String() }},
-	// Commands (issue 14), after the open-loop axes for the same reason.
+	// Commands, after the open-loop axes for the same reason.
 	// A command has no segment of its own: mget and mset name the op
 	// segment (MGET, MSET), get and set are the ratio's GET and SET.
 	{name: "command",

@@ -56,4 +56,3 @@ func TestArgsRoundTrip(t *testing.T) {
 		t.Errorf("no thread count: threads %d, %v", again.Threads, err)
 	}
 }
-

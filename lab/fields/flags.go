@@ -248,3 +248,27 @@ func valueSizeArg(w lab.Workload) string {
 	}
 	return w.ValueSz.String()
 }
+
+// Parse reads s as the field's value, as its flag would: an int for -c, a
+// lab.Duration for -d, a lab.Rate for --rate. A campaign axis without
+// parsing of its own reads its values with it.
+func (f Field) Parse(s string) (any, error) {
+	var w lab.Workload
+	if err := f.value(&w).Set(s); err != nil {
+		return nil, err
+	}
+	return f.field(&w).Interface(), nil
+}
+
+// Apply sets the field of w to v, a value Parse returned.
+func (f Field) Apply(w *lab.Workload, v any) { f.field(w).Set(reflect.ValueOf(v)) }
+
+// Format is v as the field's flag takes it.
+func (f Field) Format(v any) string {
+	var w lab.Workload
+	f.Apply(&w, v)
+	return f.value(&w).String()
+}
+
+// Get is the field's value in w, as Parse returns it.
+func (f Field) Get(w lab.Workload) any { return f.field(&w).Interface() }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/fields"
 )
 
@@ -24,5 +25,26 @@ func TestEveryRegistryColumnIsExported(t *testing.T) {
 				t.Errorf("--%s: the registry names export column %q, which no export has", f.Flag, name)
 			}
 		}
+	}
+}
+
+// A registry field whose column no export has yet is exported all the
+// same, its value as its flag takes it.
+func TestRegistryColumnsCoverUnnamedColumns(t *testing.T) {
+	var have []column
+	for _, c := range prefixColumns {
+		if c.Name != "connections" {
+			have = append(have, c)
+		}
+	}
+	got := registryColumns(have, pacedWorkloadColumns)
+	if len(got) != 1 || got[0].Name != "connections" {
+		t.Fatalf("registry columns %v, want connections alone", got)
+	}
+	if v := got[0].get(&row{w: lab.Workload{Connections: 8}}); v != "8" {
+		t.Errorf("connections 8 exports as %v", v)
+	}
+	if extra := registryColumns(prefixColumns, pacedWorkloadColumns); len(extra) != 0 {
+		t.Errorf("columns added beside the named ones: %v", extra)
 	}
 }

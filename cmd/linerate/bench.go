@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/spf13/pflag"

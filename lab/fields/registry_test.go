@@ -2,8 +2,13 @@ package fields_test
 
 import (
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -175,5 +180,40 @@ func TestDocsFlagTable(t *testing.T) {
 	}
 	if table != want {
 		t.Errorf("%s: the flag table differs from the Registry's; run go test ./lab/fields -run TestDocsFlagTable -update\n got:\n%s\nwant:\n%s", path, table, want)
+	}
+}
+
+// Every flag lab's bounds name (lab/bounds.go's rules, lab/tls.go's) is a
+// registry flag, written as the registry writes it ("-c/--connections"
+// with its short flag), so a bound's error names a flag the bench has.
+func TestBoundsNameRegistryFlags(t *testing.T) {
+	flagName := regexp.MustCompile(`^(?:-(\w)/)?--([a-z][a-z0-9-]*)$`)
+	n := 0
+	for _, file := range []string{"../bounds.go", "../tls.go"} {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(node ast.Node) bool {
+			lit, ok := node.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, _ := strconv.Unquote(lit.Value)
+			m := flagName.FindStringSubmatch(s)
+			if m == nil {
+				return true
+			}
+			n++
+			if fl, ok := fields.Lookup(m[2]); !ok {
+				t.Errorf("%s: %q names no registry flag", file, s)
+			} else if fl.Short != m[1] && m[1] != "" {
+				t.Errorf("%s: %q, but --%s's short flag is %q", file, s, fl.Flag, fl.Short)
+			}
+			return true
+		})
+	}
+	if n < 20 {
+		t.Errorf("read %d flag names from lab's bounds; the rules are not where this test looks", n)
 	}
 }

@@ -11,9 +11,10 @@ import (
 )
 
 // Workload is everything one bench run's load is. It is the contract between
-// the CLI, the sweeps planner (which renders it back to flags with Args) and
-// the result record (which stores it whole). The zero value of each field
-// means "the default", filled in by Resolve.
+// the CLI, the sweeps planner (which renders it back to flags with
+// fields.Args) and the result record (which stores it whole). The zero
+// value of each field means "the default", filled in by Resolve. Each field
+// has its entry in lab/fields.Registry: its flag, campaign key and column.
 type Workload struct {
 	Host     string `json:"host"`
 	Port     int    `json:"port"`

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,4 +232,67 @@ func parseModule(t *testing.T, root string) map[string]*srcDir {
 		t.Fatal(err)
 	}
 	return dirs
+}
+
+// docs/architecture.md's package table names every package of the module
+// (what `go list ./...` lists: every directory with a Go file) and no
+// other, so the living design cannot drift from the tree unnoticed.
+func TestArchitectureListsEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "| floor | package | what it knows |")
+	if !ok {
+		t.Fatal("docs/architecture.md has no package table")
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(table, "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		// "`a`, `b`" or "`.` (the module root, `repo_test.go`)"
+		names := regexp.MustCompile(`\([^)]*\)`).ReplaceAllString(cells[2], "")
+		for _, name := range strings.Split(names, ",") {
+			listed[strings.Trim(strings.TrimSpace(name), "`")] = true
+		}
+	}
+	for rel := range parseModule(t, ".") {
+		if !listed[rel] {
+			t.Errorf("docs/architecture.md's package table has no row for %s", rel)
+		}
+		delete(listed, rel)
+	}
+	for name := range listed {
+		t.Errorf("docs/architecture.md's package table lists %s, which is no package", name)
+	}
+}
+
+// Package lab is the record's schema: neither it nor anything it imports
+// from the module binds command-line flags (lab/fields does, above it).
+func TestSchemaImportsNoFlagPackage(t *testing.T) {
+	dirs := parseModule(t, ".")
+	flagPkgs := []string{"flag", "github.com/spf13/pflag", "github.com/spf13/cobra"}
+	seen := map[string]bool{}
+	var visit func(rel string, via []string)
+	visit = func(rel string, via []string) {
+		if seen[rel] {
+			return
+		}
+		seen[rel] = true
+		d := dirs[rel]
+		if d == nil {
+			t.Fatalf("no package %s", rel)
+		}
+		for ip := range d.libImport {
+			if slices.Contains(flagPkgs, ip) {
+				t.Errorf("lab imports %s through %s", ip, strings.Join(append(via, rel), " -> "))
+			}
+			if inner, ok := strings.CutPrefix(ip, module+"/"); ok {
+				visit(inner, append(via, rel))
+			}
+		}
+	}
+	visit("lab", nil)
 }

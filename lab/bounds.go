@@ -177,7 +177,8 @@ var rules = []rule{
 	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
 	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
 	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.Validate()) }},
-	// Open loop (issue 13).
+	// Open loop: a rate or a ramp, checked against the value sizes it
+	// paces, and what pacing needs from the other fields.
 	{"--rate", true, func(w *Workload) string {
 		if w.Rate.IsZero() {
 			return ""
@@ -229,7 +230,7 @@ var rules = []rule{
 	}},
 	{"--queue-limit", true, func(w *Workload) string {
 		if w.QueueLimit < 0 || w.QueueLimit.D() > MaxRequestTimeout || (w.QueueLimit > 0 && w.QueueLimit.D() < MinQueueLimit) {
-			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, fmtDur(MaxRequestTimeout))
+			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, ShortDuration(MaxRequestTimeout))
 		}
 		return ""
 	}},
@@ -284,7 +285,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	// Commands (issue 14): one command, and keys per request.
+	// Commands: one command, and keys per request.
 	{"--command", true, func(w *Workload) string { return errMsg(w.Command.validate()) }},
 	{"--command", false, func(w *Workload) string {
 		switch {
@@ -387,3 +388,9 @@ func (w Workload) CheckField(name string) error {
 // minKeySize is the shortest key that still names n distinct keys with the
 // "key:" prefix used by every engine.
 func minKeySize(n int) int { return len(keyPrefix) + len(strconv.Itoa(max(n-1, 0))) }
+
+// ShortDuration prints whole hours as "24h", not "24h0m0s": a bound as
+// errors and help state it.
+func ShortDuration(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/keys"
 	"github.com/linerate/linerate/lab/labtest"
 )
@@ -53,7 +54,7 @@ func TestKeyDistFlagIsBounded(t *testing.T) {
 	parse := func(in string) (lab.Workload, error) {
 		var w lab.Workload
 		fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-		lab.BindFlags(fs, &w)
+		fields.BindFlags(fs, &w)
 		err := fs.Parse([]string{"--key-dist", in})
 		if err == nil {
 			err = w.Resolve().Validate()
@@ -159,7 +160,7 @@ func TestCheckField(t *testing.T) {
 func TestFlagDefaultsAreResolves(t *testing.T) {
 	var w lab.Workload
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	lab.BindFlags(fs, &w)
+	fields.BindFlags(fs, &w)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // benchFlags reads a bench command line as the CLI does: BindFlags,
@@ -16,11 +17,11 @@ import (
 func benchFlags(args ...string) (lab.Workload, error) {
 	var w lab.Workload
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	lab.BindFlags(fs, &w)
+	fields.BindFlags(fs, &w)
 	if err := fs.Parse(args); err != nil {
 		return w, err
 	}
-	if err := lab.FinishFlags(fs, &w); err != nil {
+	if err := fields.FinishFlags(fs, &w); err != nil {
 		return w, err
 	}
 	r := w.Resolve()
@@ -72,9 +73,9 @@ func TestCommandFlags(t *testing.T) {
 				t.Errorf("%q: ops %v, %d keys per op; want %v, %d", tc.args, w.Ops(), w.KeysPerOp, tc.ops, tc.keys)
 			}
 			// Args renders it back to the same workload (the sweeps runner).
-			back, err := benchFlags(w.Args()...)
+			back, err := benchFlags(fields.Args(w)...)
 			if err != nil || back.Command != w.Command || back.KeysPerOp != w.KeysPerOp || back.Ratio != w.Ratio {
-				t.Errorf("%q: Args %v reads back as %+v (%v)", tc.args, w.Args(), back, err)
+				t.Errorf("%q: Args %v reads back as %+v (%v)", tc.args, fields.Args(w), back, err)
 			}
 			continue
 		}

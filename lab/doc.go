@@ -1,7 +1,8 @@
 // Package lab is what every other package of linerate shares about one
-// bench run: the workload (Workload, its bounds, its flags, the value
-// layout and each key's size) and the record (Result: its schema, merge of
-// several clients' records, percentiles, HdrHistogram files). It opens no
-// socket; the engines are lab/engine, key choice lab/keys, pacing lab/pace,
-// the text report lab/report.
+// bench run: the workload (Workload, its bounds, the value layout and each
+// key's size) and the record (Result: its schema, merge of several
+// clients' records, percentiles, HdrHistogram files). It opens no socket
+// and binds no flag: the bench flags are lab/fields, one package above;
+// the engines are lab/engine, key choice lab/keys, pacing lab/pace, the
+// text report lab/report.
 package lab

@@ -8,7 +8,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// The record's open-loop parts (issue 13); docs/result-schema.md says what
+// The record's open-loop parts; docs/result-schema.md says what
 // each figure counts. A paced request's latency runs from its intended
 // send time (coordinated omission corrected); its service time from when
 // it was really sent.

@@ -12,7 +12,7 @@ import (
 // second in total (--rate 300, --rate 1.5k) or a payload bit rate
 // (--rate 20Gbps) that becomes requests per second with the mean value
 // size (OpsPerSec). Exactly one field is set; the zero Rate is "no rate"
-// (closed loop). Kept as given so a record and Workload.Args say what was
+// (closed loop). Kept as given so a record and fields.Args say what was
 // asked, not a rounded conversion.
 type Rate struct {
 	PerSec     float64 `json:"ops_per_sec,omitempty"`

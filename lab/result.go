@@ -53,7 +53,7 @@ type Result struct {
 	// (edgebias.go): their figures count warmup requests; absent when none.
 	EdgeBias []EdgeBias `json:"edge_bias,omitempty"`
 
-	// Open loop and the probe (issue 13; openloop_result.go): absent
+	// Open loop and the probe (openloop_result.go): absent
 	// unless the run paced something.
 	OpenLoop *OpenLoopResult `json:"open_loop,omitempty"` // --rate or --ramp
 	Steps    []StepResult    `json:"steps,omitempty"`     // --ramp: one per step
@@ -167,7 +167,7 @@ type OpResult struct {
 	Series []SecondSample       `json:"series"`
 	Errors map[ErrorKind]uint64 `json:"errors,omitempty"`
 
-	// Open loop and mixes (issue 13). With --rate or --ramp, Latency is
+	// Open loop and mixes. With --rate or --ramp, Latency is
 	// from each request's intended send time and Service from its actual
 	// send (absent in closed loop, where the two are one). Sizes: per size
 	// class of a value-size mix (absent for one size).

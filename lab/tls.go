@@ -6,13 +6,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/linerate/linerate/lab/tlsgen"
 )
 
 // TLS is how the bench's connections (data and control) speak TLS to a
-// TLS-only server (issue 14). The zero value is plain TCP and is left out
+// TLS-only server. The zero value is plain TCP and is left out
 // of records, so plaintext records and cell hashes read as before. Paths
 // are stored, never the keys.
 type TLS struct {
@@ -28,33 +26,6 @@ type TLS struct {
 
 // IsZero says the workload is plain TCP.
 func (t TLS) IsZero() bool { return t == TLS{} }
-
-// bindTLSFlags registers --tls and its companions on fs.
-func bindTLSFlags(fs *pflag.FlagSet, t *TLS) {
-	fs.BoolVar(&t.On, "tls", false, "speak TLS on every connection (data and control); GET payloads are then read through a reused buffer, never dropped with MSG_TRUNC")
-	fs.StringVar(&t.CACert, "cacert", "", "with --tls: PEM file of the CA that signed the server's certificate (default: the system's roots)")
-	fs.StringVar(&t.Cert, "cert", "", "with --tls: client certificate PEM file, for servers with tls-auth-clients (needs --key)")
-	fs.StringVar(&t.Key, "key", "", "with --tls: the client certificate's private key PEM file (needs --cert)")
-	fs.StringVar(&t.SNI, "sni", "", "with --tls: server name to send and to check the certificate against (default: -h)")
-	fs.BoolVar(&t.Insecure, "tls-insecure", false, "with --tls: do not verify the server's certificate (never the default; not with --cacert)")
-}
-
-// args renders t as bench flags, the inverse of bindTLSFlags.
-func (t TLS) args() []string {
-	if !t.On {
-		return nil
-	}
-	a := []string{"--tls"}
-	for _, f := range []struct{ flag, v string }{{"--cacert", t.CACert}, {"--cert", t.Cert}, {"--key", t.Key}, {"--sni", t.SNI}} {
-		if f.v != "" {
-			a = append(a, f.flag, f.v)
-		}
-	}
-	if t.Insecure {
-		a = append(a, "--tls-insecure")
-	}
-	return a
-}
 
 // tlsRule refuses TLS flags that cannot mean anything together; it names
 // the flag that is out of place. The files are read by Config, at setup.

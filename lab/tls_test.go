@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // TLS flags that cannot mean anything together are refused, naming the
@@ -33,7 +34,7 @@ func TestTLSFlags(t *testing.T) {
 	} {
 		fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 		var w lab.Workload
-		lab.BindFlags(fs, &w)
+		fields.BindFlags(fs, &w)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
@@ -52,8 +53,8 @@ func TestTLSFlags(t *testing.T) {
 		}
 		back := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 		var w2 lab.Workload
-		lab.BindFlags(back, &w2)
-		if err := back.Parse(w.Resolve().Args()); err != nil {
+		fields.BindFlags(back, &w2)
+		if err := back.Parse(fields.Args(w.Resolve())); err != nil {
 			t.Fatalf("%v: Args do not parse: %v", tc.args, err)
 		}
 		if !reflect.DeepEqual(w2.TLS, w.TLS) {

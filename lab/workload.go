@@ -11,9 +11,10 @@ import (
 )
 
 // Workload is everything one bench run's load is. It is the contract between
-// the CLI, the sweeps planner (which renders it back to flags with Args) and
-// the result record (which stores it whole). The zero value of each field
-// means "the default", filled in by Resolve.
+// the CLI, the sweeps planner (which renders it back to flags with
+// fields.Args) and the result record (which stores it whole). The zero
+// value of each field means "the default", filled in by Resolve. Each field
+// has its entry in lab/fields.Registry: its flag, campaign key and column.
 type Workload struct {
 	Host     string `json:"host"`
 	Port     int    `json:"port"`
@@ -39,7 +40,7 @@ type Workload struct {
 	Seed           uint64   `json:"seed"`
 	Engine         string   `json:"engine"`
 
-	// Open loop and the collateral probe (issue 13). Every zero is closed
+	// Open loop and the collateral probe. Every zero is closed
 	// loop as before, and is left out of the JSON, so records and cell
 	// hashes of closed-loop runs read as they always did.
 	Rate    Rate    `json:"rate,omitzero"`     // --rate: a constant offered rate
@@ -51,7 +52,7 @@ type Workload struct {
 	QueueLimit Duration `json:"queue_limit,omitempty"`
 	Probe      Probe    `json:"probe,omitzero"` // --probe SIZE@RATE
 
-	// Commands (issue 14): the command issued and, for mget and mset, the
+	// Commands: the command issued and, for mget and mset, the
 	// keys of each request. Zero is the -r mix of GET and SET, left out
 	// of the JSON as the open-loop fields are.
 	Command   Command `json:"command,omitempty"`
@@ -59,8 +60,8 @@ type Workload struct {
 	// Cluster: the address is one node of a Valkey/Redis Cluster; the raw
 	// engine reads the slot map from it and routes by slot (bench --cluster).
 	Cluster bool `json:"cluster,omitempty"`
-	// TLS on the data and control connections (issue 14); zero is plain
-	// TCP and is left out of the JSON.
+	// TLS on the data and control connections; zero is plain TCP and
+	// is left out of the JSON, so plaintext records read as before.
 	TLS TLS `json:"tls,omitzero"`
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 func openWorkload(t *testing.T, mut func(w *lab.Workload)) lab.Workload {
@@ -52,9 +53,9 @@ func TestArgsRoundTripOpenLoop(t *testing.T) {
 		}
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 		var got lab.Workload
-		lab.BindFlags(fs, &got)
-		if err := fs.Parse(w.Args()); err != nil {
-			t.Fatalf("%s: %v (args %q)", tc.name, err, w.Args())
+		fields.BindFlags(fs, &got)
+		if err := fs.Parse(fields.Args(w)); err != nil {
+			t.Fatalf("%s: %v (args %q)", tc.name, err, fields.Args(w))
 		}
 		if !reflect.DeepEqual(got.Resolve(), w) {
 			t.Errorf("%s: round trip:\n got %+v\nwant %+v", tc.name, got.Resolve(), w)

@@ -172,10 +172,43 @@ func fileSafe(s string) string {
 }
 
 func sizeChart(c *Campaign, g *Group, metric string) *Chart {
-	setup := c.Setup()
 	ch := &Chart{Kind: "size", Name: fileSafe(g.Name) + "-" + metric, XLabel: "value size (log2 scale)", Width: 8, Height: 5}
 	latency := isLatency(metric)
-	what := "bandwidth delivered"
+	what := sizeChartLabels(ch, metric)
+	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
+	ch.Caption = c.Setup().Caption()
+	for _, s := range g.Sizes {
+		ch.XTicks = append(ch.XTicks, Tick{Value: log2(s), Label: g.SizeLabel(s)})
+	}
+	if n := len(ch.XTicks); n > 0 {
+		ch.XMin, ch.XMax = ch.XTicks[0].Value-0.4, ch.XTicks[n-1].Value+0.4
+	}
+	floors, lo, hi := sizeLines(ch, g, metric)
+	if math.IsInf(lo, 1) { // nothing measured at all: an empty frame, marks on the floor
+		lo, hi = 1, 10
+	}
+	if y, label := c.linkCeiling(g); metric == MetricGbps && y > 0 {
+		ch.Refs = append(ch.Refs, Ref{Label: label, Y: y, Color: -1, Dashed: true})
+	}
+	for _, r := range ch.Refs {
+		hi = math.Max(hi, r.Y)
+	}
+	yAxis(ch, lo, hi, latency)
+	floorY := ch.YMax * 0.025
+	if ch.YLog {
+		floorY = ch.YMin * math.Pow(ch.YMax/ch.YMin, 0.025)
+	}
+	for _, f := range floors {
+		ch.Marks = append(ch.Marks, Mark{Kind: f.kind, Color: f.color, X: f.x, Y: floorY, What: f.what})
+	}
+	ch.Caption = append(ch.Caption, sizeChartNote(c, ch, metric))
+	return ch
+}
+
+// sizeChartLabels sets a size chart's kind and y label for metric and
+// returns what its title calls the metric.
+func sizeChartLabels(ch *Chart, metric string) (what string) {
+	what = "bandwidth delivered"
 	ch.YLabel = "payload Gbps"
 	switch {
 	case metric == MetricProbeP99:
@@ -184,7 +217,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	case metric == MetricProbeAdded:
 		ch.Kind = "probe"
 		what, ch.YLabel = "probe p99 added by the load", "probe p99 under load minus alone"
-	case latency:
+	case isLatency(metric):
 		what = metric + " latency"
 		ch.YLabel = metric + " latency"
 	case metric == MetricServerCPUPerGB:
@@ -194,25 +227,26 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 		what = "memory per key"
 		ch.YLabel = "memory per key over the value size, %"
 	}
-	ch.Title = fmt.Sprintf("%s %s vs value size (%s)", g.Name, what, c.Name)
-	ch.Caption = setup.Caption()
-	for _, s := range g.Sizes {
-		ch.XTicks = append(ch.XTicks, Tick{Value: log2(s), Label: g.SizeLabel(s)})
-	}
-	if n := len(ch.XTicks); n > 0 {
-		ch.XMin, ch.XMax = ch.XTicks[0].Value-0.4, ch.XTicks[n-1].Value+0.4
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	type floor struct {
-		kind  MarkKind
-		color int
-		x     float64
-		what  string
-	}
+	return what
+}
+
+// floorMark is a point with no figure, marked on the chart's floor once
+// the y axis is known.
+type floorMark struct {
+	kind  MarkKind
+	color int
+	x     float64
+	what  string
+}
+
+// sizeLines draws one line per version (median, min-max band), marks
+// client-limited points, and returns the points without a figure and the
+// range of the figures.
+func sizeLines(ch *Chart, g *Group, metric string) (floors []floorMark, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
 	// Floor marks of several versions at one size would hide each other:
 	// each version's sit a little apart.
 	nudge := func(i int) float64 { return (float64(i) - float64(len(g.Series)-1)/2) * 0.07 }
-	var floors []floor
 	for si, s := range g.Series {
 		ln := Line{Label: s.Version, Color: s.Color, Glyph: s.Color}
 		for _, p := range s.Points {
@@ -238,30 +272,19 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 				ch.Marks = append(ch.Marks, Mark{Kind: MarkClientLimited, Color: s.Color, X: x, Y: y, What: what})
 			case len(vs) > 0:
 			case len(p.Failed) > 0 && !p.HasValue():
-				floors = append(floors, floor{MarkFailed, s.Color, x + nudge(si), what})
+				floors = append(floors, floorMark{MarkFailed, s.Color, x + nudge(si), what})
 			default: // never stored, or stored without this figure
-				floors = append(floors, floor{MarkMissing, s.Color, x + nudge(si), what})
+				floors = append(floors, floorMark{MarkMissing, s.Color, x + nudge(si), what})
 			}
 		}
 		ch.Lines = append(ch.Lines, ln)
 	}
-	if math.IsInf(lo, 1) { // nothing measured at all: an empty frame, marks on the floor
-		lo, hi = 1, 10
-	}
-	if y, label := c.linkCeiling(g); metric == MetricGbps && y > 0 {
-		ch.Refs = append(ch.Refs, Ref{Label: label, Y: y, Color: -1, Dashed: true})
-	}
-	for _, r := range ch.Refs {
-		hi = math.Max(hi, r.Y)
-	}
-	yAxis(ch, lo, hi, latency)
-	floorY := ch.YMax * 0.025
-	if ch.YLog {
-		floorY = ch.YMin * math.Pow(ch.YMax/ch.YMin, 0.025)
-	}
-	for _, f := range floors {
-		ch.Marks = append(ch.Marks, Mark{Kind: f.kind, Color: f.color, X: f.x, Y: floorY, What: f.what})
-	}
+	return floors, lo, hi
+}
+
+// sizeChartNote is the caption's last line: what the line, band and
+// marks mean, and what the metric counts.
+func sizeChartNote(c *Campaign, ch *Chart, metric string) string {
 	note := "Line: median over repetitions; band: min-max."
 	if c.Plan != nil && c.Plan.Campaign.Repetitions == 1 {
 		note = "Line: one repetition per point (no band)."
@@ -288,8 +311,7 @@ func sizeChart(c *Campaign, g *Group, metric string) *Chart {
 	if metric == MetricServerCPUPerGB {
 		note += " Server CPU: every server thread's CPU seconds over the measured window (host metrics) per GB of payload moved."
 	}
-	ch.Caption = append(ch.Caption, note)
-	return ch
+	return note
 }
 
 func log2(s lab.Size) float64 { return math.Log2(float64(s)) }

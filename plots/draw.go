@@ -292,66 +292,89 @@ func drawLines(ch *Chart, p *plot.Plot, leg *plot.Legend) error {
 		leg.Add(r.Label, l)
 	}
 	for _, ln := range ch.Lines {
-		col := lineColor(ln.Color)
-		// The band first, under its line: one polygon per run of points
-		// that have a range, a whisker where a run is a single point.
-		for _, run := range bandRuns(ln.Band) {
-			if len(run) == 1 {
-				wl, err := plotter.NewLine(plotter.XYs{{X: run[0].X, Y: run[0].Lo}, {X: run[0].X, Y: run[0].Hi}})
-				if err != nil {
-					return err
-				}
-				wl.Color, wl.Width = withAlpha(col, 140), vg.Points(3)
-				p.Add(wl)
-				continue
-			}
-			var poly plotter.XYs
-			for _, r := range run {
-				poly = append(poly, plotter.XY{X: r.X, Y: r.Hi})
-			}
-			for i := len(run) - 1; i >= 0; i-- {
-				poly = append(poly, plotter.XY{X: run[i].X, Y: run[i].Lo})
-			}
-			pg, err := plotter.NewPolygon(poly)
+		// The band first, under its line.
+		if err := drawBand(p, ln); err != nil {
+			return err
+		}
+		if err := drawLine(p, leg, ln); err != nil {
+			return err
+		}
+	}
+	return drawMarks(ch, p, leg)
+}
+
+// drawBand draws a line's band: one polygon per run of points that have
+// a range, a whisker where a run is a single point.
+func drawBand(p *plot.Plot, ln Line) error {
+	col := lineColor(ln.Color)
+	for _, run := range bandRuns(ln.Band) {
+		if len(run) == 1 {
+			wl, err := plotter.NewLine(plotter.XYs{{X: run[0].X, Y: run[0].Lo}, {X: run[0].X, Y: run[0].Hi}})
 			if err != nil {
 				return err
 			}
-			pg.Color = withAlpha(col, 50)
-			pg.LineStyle.Width = 0
-			p.Add(pg)
+			wl.Color, wl.Width = withAlpha(col, 140), vg.Points(3)
+			p.Add(wl)
+			continue
 		}
-		var thumbs []plot.Thumbnailer
-		for _, seg := range lineRuns(ln.Points) {
-			l, err := plotter.NewLine(seg)
-			if err != nil {
-				return err
-			}
-			l.Color, l.Width = col, vg.Points(1.6)
-			if ln.Dashed {
-				l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-			}
-			p.Add(l)
-			if len(thumbs) == 0 {
-				thumbs = append(thumbs, l)
-			}
-			if ln.Glyph >= 0 {
-				sc, err := plotter.NewScatter(seg)
-				if err != nil {
-					return err
-				}
-				sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: glyphs[ln.Glyph%len(glyphs)]}
-				p.Add(sc)
-				if len(thumbs) == 1 {
-					thumbs = append(thumbs, sc)
-				}
-			}
+		var poly plotter.XYs
+		for _, r := range run {
+			poly = append(poly, plotter.XY{X: r.X, Y: r.Hi})
 		}
-		if len(thumbs) == 0 { // nothing measured: still name the version
-			l := &plotter.Line{LineStyle: draw.LineStyle{Color: col, Width: vg.Points(1.6)}}
+		for i := len(run) - 1; i >= 0; i-- {
+			poly = append(poly, plotter.XY{X: run[i].X, Y: run[i].Lo})
+		}
+		pg, err := plotter.NewPolygon(poly)
+		if err != nil {
+			return err
+		}
+		pg.Color = withAlpha(col, 50)
+		pg.LineStyle.Width = 0
+		p.Add(pg)
+	}
+	return nil
+}
+
+// drawLine draws a line's measured runs with their glyphs and names it
+// in the legend, even when nothing was measured.
+func drawLine(p *plot.Plot, leg *plot.Legend, ln Line) error {
+	col := lineColor(ln.Color)
+	var thumbs []plot.Thumbnailer
+	for _, seg := range lineRuns(ln.Points) {
+		l, err := plotter.NewLine(seg)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = col, vg.Points(1.6)
+		if ln.Dashed {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		p.Add(l)
+		if len(thumbs) == 0 {
 			thumbs = append(thumbs, l)
 		}
-		leg.Add(ln.Label, thumbs...)
+		if ln.Glyph >= 0 {
+			sc, err := plotter.NewScatter(seg)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: glyphs[ln.Glyph%len(glyphs)]}
+			p.Add(sc)
+			if len(thumbs) == 1 {
+				thumbs = append(thumbs, sc)
+			}
+		}
 	}
+	if len(thumbs) == 0 { // nothing measured: still name the version
+		l := &plotter.Line{LineStyle: draw.LineStyle{Color: col, Width: vg.Points(1.6)}}
+		thumbs = append(thumbs, l)
+	}
+	leg.Add(ln.Label, thumbs...)
+	return nil
+}
+
+// drawMarks draws the chart's marks and a legend entry for each kind used.
+func drawMarks(ch *Chart, p *plot.Plot, leg *plot.Legend) error {
 	used := map[MarkKind]bool{}
 	for _, m := range ch.Marks {
 		sc, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})

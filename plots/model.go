@@ -215,6 +215,42 @@ type cellRef struct {
 }
 
 func (c *Campaign) build() {
+	refs, planned := c.cellRefs()
+	gb := groupBuilder{groups: map[string]*Group{}, first: map[string]int{}, sizes: map[string]map[lab.Size]bool{}, points: map[groupVersion]map[lab.Size]*Point{}}
+	versions := map[string]bool{}
+	if c.Plan != nil {
+		for _, v := range c.Plan.Versions {
+			versions[v.Segment] = true
+		}
+	}
+	for _, ref := range refs {
+		if ref.version == "" || ref.key == "" {
+			continue
+		}
+		versions[ref.version] = true
+		gb.add(ref, planned[[2]string{ref.version, ref.key}])
+	}
+	color := c.orderVersions(versions)
+	gb.placeCells(c.Run.Sorted())
+	for gname, g := range gb.groups {
+		gb.drawSeries(g, gname, c.Order, color)
+		c.Groups = append(c.Groups, g)
+	}
+	sort.Slice(c.Groups, func(i, j int) bool {
+		a, b := c.Groups[i], c.Groups[j]
+		if opRank(a.Op) != opRank(b.Op) {
+			return opRank(a.Op) < opRank(b.Op)
+		}
+		if gb.first[a.Name] != gb.first[b.Name] {
+			return gb.first[a.Name] < gb.first[b.Name]
+		}
+		return a.Name < b.Name
+	})
+}
+
+// cellRefs is every planned and stored cell by ID, and how many cells
+// the plan has of each version and cell key.
+func (c *Campaign) cellRefs() (map[string]cellRef, map[[2]string]int) {
 	refs := map[string]cellRef{} // by cell ID
 	planned := map[[2]string]int{}
 	if c.Plan != nil {
@@ -230,46 +266,13 @@ func (c *Campaign) build() {
 	for _, r := range c.Run.Sorted() {
 		refs[r.CellID] = cellRef{version: r.Version.Segment, key: r.Key, size: plotSize(r.Workload.ValueSz), mix: mixText(r.Workload.ValueSz), index: r.Index}
 	}
-	versions := map[string]bool{}
-	if c.Plan != nil {
-		for _, v := range c.Plan.Versions {
-			versions[v.Segment] = true
-		}
-	}
-	type gk struct{ group, version string }
-	groups := map[string]*Group{}
-	groupFirst := map[string]int{}
-	sizes := map[string]map[lab.Size]bool{}
-	points := map[gk]map[lab.Size]*Point{}
-	for _, ref := range refs {
-		if ref.version == "" || ref.key == "" {
-			continue
-		}
-		versions[ref.version] = true
-		op, gname := splitKey(ref.key)
-		g := groups[gname]
-		if g == nil {
-			g = &Group{Name: gname, Op: op}
-			groups[gname] = g
-			groupFirst[gname] = ref.index
-			sizes[gname] = map[lab.Size]bool{}
-		}
-		groupFirst[gname] = min(groupFirst[gname], ref.index)
-		sizes[gname][ref.size] = true
-		if ref.mix != "" {
-			if g.Mixes == nil {
-				g.Mixes = map[lab.Size]string{}
-			}
-			g.Mixes[ref.size] = ref.mix
-		}
-		k := gk{gname, ref.version}
-		if points[k] == nil {
-			points[k] = map[lab.Size]*Point{}
-		}
-		if points[k][ref.size] == nil {
-			points[k][ref.size] = &Point{Size: ref.size, Key: ref.key, Planned: planned[[2]string{ref.version, ref.key}]}
-		}
-	}
+	return refs, planned
+}
+
+// orderVersions sets c.Versions (natural order, which fixes each
+// version's color) and c.Order (the plan's order, else the order the
+// cells ran in, then any other), and returns each version's color.
+func (c *Campaign) orderVersions(versions map[string]bool) map[string]int {
 	for v := range versions {
 		c.Versions = append(c.Versions, v)
 	}
@@ -279,30 +282,72 @@ func (c *Campaign) build() {
 		color[v] = i
 	}
 	inOrder := map[string]bool{}
+	appendOnce := func(v string) {
+		if !inOrder[v] {
+			inOrder[v] = true
+			c.Order = append(c.Order, v)
+		}
+	}
 	if c.Plan != nil {
 		for _, v := range c.Plan.Versions {
-			if !inOrder[v.Segment] {
-				inOrder[v.Segment] = true
-				c.Order = append(c.Order, v.Segment)
-			}
+			appendOnce(v.Segment)
 		}
 	} else {
 		// Without a plan, the order the cells ran in.
 		for _, r := range c.Run.Sorted() {
-			if !inOrder[r.Version.Segment] {
-				inOrder[r.Version.Segment] = true
-				c.Order = append(c.Order, r.Version.Segment)
-			}
+			appendOnce(r.Version.Segment)
 		}
 	}
 	for _, v := range c.Versions {
-		if !inOrder[v] {
-			c.Order = append(c.Order, v)
-		}
+		appendOnce(v)
 	}
-	for _, r := range c.Run.Sorted() {
+	return color
+}
+
+type groupVersion struct{ group, version string }
+
+// groupBuilder gathers the cells into groups (a cell key without its
+// size), each with its sizes and one point per version and size.
+type groupBuilder struct {
+	groups map[string]*Group
+	first  map[string]int // a group's first cell in plan order
+	sizes  map[string]map[lab.Size]bool
+	points map[groupVersion]map[lab.Size]*Point
+}
+
+// add makes ref's group and point, with the cells planned for it.
+func (gb *groupBuilder) add(ref cellRef, planned int) {
+	op, gname := splitKey(ref.key)
+	g := gb.groups[gname]
+	if g == nil {
+		g = &Group{Name: gname, Op: op}
+		gb.groups[gname] = g
+		gb.first[gname] = ref.index
+		gb.sizes[gname] = map[lab.Size]bool{}
+	}
+	gb.first[gname] = min(gb.first[gname], ref.index)
+	gb.sizes[gname][ref.size] = true
+	if ref.mix != "" {
+		if g.Mixes == nil {
+			g.Mixes = map[lab.Size]string{}
+		}
+		g.Mixes[ref.size] = ref.mix
+	}
+	k := groupVersion{gname, ref.version}
+	if gb.points[k] == nil {
+		gb.points[k] = map[lab.Size]*Point{}
+	}
+	if gb.points[k][ref.size] == nil {
+		gb.points[k][ref.size] = &Point{Size: ref.size, Key: ref.key, Planned: planned}
+	}
+}
+
+// placeCells files each stored cell under its point: failed, client
+// limited or clean.
+func (gb *groupBuilder) placeCells(cells []*sweeps.CellRecord) {
+	for _, r := range cells {
 		_, gname := splitKey(r.Key)
-		p := points[gk{gname, r.Version.Segment}][plotSize(r.Workload.ValueSz)]
+		p := gb.points[groupVersion{gname, r.Version.Segment}][plotSize(r.Workload.ValueSz)]
 		if p == nil {
 			continue
 		}
@@ -316,39 +361,31 @@ func (c *Campaign) build() {
 			p.Clean = append(p.Clean, r)
 		}
 	}
-	for gname, g := range groups {
-		for s := range sizes[gname] {
-			g.Sizes = append(g.Sizes, s)
-		}
-		sort.Slice(g.Sizes, func(i, j int) bool { return g.Sizes[i] < g.Sizes[j] })
-		for _, v := range c.Order {
-			pm := points[gk{gname, v}]
-			if pm == nil {
-				continue
-			}
-			s := &Series{Version: v, Color: color[v]}
-			for _, size := range g.Sizes {
-				p := pm[size]
-				if p == nil { // never planned for this version: a gap all the same
-					p = &Point{Size: size}
-				}
-				p.Missing = max(p.Planned-len(p.Cells), 0)
-				s.Points = append(s.Points, p)
-			}
-			g.Series = append(g.Series, s)
-		}
-		c.Groups = append(c.Groups, g)
+}
+
+// drawSeries gives g its sizes in order and one series per version in
+// order, a point at every size (a gap where a version has no cell).
+func (gb *groupBuilder) drawSeries(g *Group, gname string, order []string, color map[string]int) {
+	for s := range gb.sizes[gname] {
+		g.Sizes = append(g.Sizes, s)
 	}
-	sort.Slice(c.Groups, func(i, j int) bool {
-		a, b := c.Groups[i], c.Groups[j]
-		if opRank(a.Op) != opRank(b.Op) {
-			return opRank(a.Op) < opRank(b.Op)
+	sort.Slice(g.Sizes, func(i, j int) bool { return g.Sizes[i] < g.Sizes[j] })
+	for _, v := range order {
+		pm := gb.points[groupVersion{gname, v}]
+		if pm == nil {
+			continue
 		}
-		if groupFirst[a.Name] != groupFirst[b.Name] {
-			return groupFirst[a.Name] < groupFirst[b.Name]
+		s := &Series{Version: v, Color: color[v]}
+		for _, size := range g.Sizes {
+			p := pm[size]
+			if p == nil { // never planned for this version: a gap all the same
+				p = &Point{Size: size}
+			}
+			p.Missing = max(p.Planned-len(p.Cells), 0)
+			s.Points = append(s.Points, p)
 		}
-		return a.Name < b.Name
-	})
+		g.Series = append(g.Series, s)
+	}
 }
 
 // splitKey splits a cell key (GET/8MiB/c16) into its op segment and its

@@ -11,7 +11,7 @@ import (
 	"github.com/linerate/linerate/sweeps"
 )
 
-// Open loop (issue 13): latency against offered load, from a ramp's steps
+// Open loop: latency against offered load, from a ramp's steps
 // or from cells that list rates, one line per version with its knee; and a
 // value-size mix's figures per size class.
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -131,26 +132,41 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 		d.Tuning = string(d.Env.Tuning)
 	}
 	d.Versions = reportVersions(c)
+	if err := d.addFigures(c, opt.Kinds); err != nil {
+		return err
+	}
+	d.addCells(c)
+	d.Shaped = shapedCells(c)
+	d.EdgeBiased = edgeBiasedCells(c)
+	d.Rebuild, d.Rerun, d.Bench = reproduce(c)
+	t, err := template.New("report").Funcs(template.FuncMap{
+		"join": strings.Join,
+		"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	}).Parse(reportTemplate)
+	if err != nil {
+		return fmt.Errorf("report template: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// addFigures draws the campaign's charts of the kinds asked for (all when
+// none) as inline PNGs: size-like charts, soak charts, and the CPU charts
+// grouped by version.
+func (d *reportData) addFigures(c *Campaign, kinds []string) error {
 	cpuByVersion := map[string]*reportCPUGroup{}
 	for _, ch := range Charts(c) {
-		if len(opt.Kinds) > 0 && !slices.Contains(opt.Kinds, ch.Kind) {
+		if len(kinds) > 0 && !slices.Contains(kinds, ch.Kind) {
 			continue
 		}
-		dpi := PNGDPI
-		if ch.Kind == "cpu" {
-			dpi = CPUChartDPI
-		}
-		png, err := DrawDPI(ch, FormatPNG, dpi)
+		f, err := reportFigureOf(ch)
 		if err != nil {
-			return fmt.Errorf("report: %w", err)
+			return err
 		}
-		width := int(ch.Width * 96)
-		if ch.Kind == "cpu" {
-			width = int(ch.Width * 72)
-		}
-		f := reportFigure{Name: ch.Name, Title: ch.Title, Caption: ch.Caption,
-			Img: template.HTML(fmt.Sprintf(`<img src="data:image/png;base64,%s" alt="%s" width="%d">`,
-				base64.StdEncoding.EncodeToString(png), html.EscapeString(ch.Title), width))}
 		switch ch.Kind {
 		case "size", "probe", "load", "mix":
 			d.Size = append(d.Size, f)
@@ -171,6 +187,28 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 			d.CPU = append(d.CPU, *g)
 		}
 	}
+	return nil
+}
+
+// reportFigureOf is a chart drawn as a PNG data URI, CPU charts at their
+// own resolution and width.
+func reportFigureOf(ch *Chart) (reportFigure, error) {
+	dpi, width := PNGDPI, int(ch.Width*96)
+	if ch.Kind == "cpu" {
+		dpi, width = CPUChartDPI, int(ch.Width*72)
+	}
+	png, err := DrawDPI(ch, FormatPNG, dpi)
+	if err != nil {
+		return reportFigure{}, fmt.Errorf("report: %w", err)
+	}
+	return reportFigure{Name: ch.Name, Title: ch.Title, Caption: ch.Caption,
+		Img: template.HTML(fmt.Sprintf(`<img src="data:image/png;base64,%s" alt="%s" width="%d">`,
+			base64.StdEncoding.EncodeToString(png), html.EscapeString(ch.Title), width))}, nil
+}
+
+// addCells lists every stored cell with its figures, the cells measured
+// with the hosts drifted, the failures, and the planned cells never stored.
+func (d *reportData) addCells(c *Campaign) {
 	for _, r := range c.Run.Sorted() {
 		rc := reportCell{CellID: r.CellID, Status: string(r.Status), ClientLimited: r.ClientLimited,
 			Gbps: cellText(r, MetricGbps), P99: cellText(r, MetricP99), P999: cellText(r, MetricP999), CPUPerGB: cellText(r, MetricServerCPUPerGB)}
@@ -195,22 +233,6 @@ func WriteReport(w io.Writer, c *Campaign, opt ReportOptions) error {
 			}
 		}
 	}
-	d.Shaped = shapedCells(c)
-	d.EdgeBiased = edgeBiasedCells(c)
-	d.Rebuild, d.Rerun, d.Bench = reproduce(c)
-	t, err := template.New("report").Funcs(template.FuncMap{
-		"join": strings.Join,
-		"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	}).Parse(reportTemplate)
-	if err != nil {
-		return fmt.Errorf("report template: %w", err)
-	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, d); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	_, err = w.Write(buf.Bytes())
-	return err
 }
 
 func reportVersions(c *Campaign) []reportVersion {
@@ -298,7 +320,7 @@ func reproduce(c *Campaign) (rebuild, rerun []string, bench []reportCommand) {
 		w = w.Resolve()
 		w.Threads = given // 0: the client host decides, as in the campaign
 		var args []string
-		for _, a := range w.Args() {
+		for _, a := range fields.Args(w) {
 			if a == "SERVER" {
 				a = "$SERVER"
 			}

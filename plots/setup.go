@@ -22,42 +22,72 @@ type Setup struct {
 // Setup describes the campaign's setup from the environment record, the
 // plan and the cells' workloads.
 func (c *Campaign) Setup() Setup {
-	var s Setup
-	if c.Run.Env != nil && len(c.Run.Env.Hosts) > 0 {
-		var hs []string
-		for _, h := range c.Run.Env.Hosts {
-			d := h.Role + " " + h.Hostname
-			var facts []string
-			if h.CPUModel != "" {
-				facts = append(facts, h.CPUModel)
-			}
-			if h.CPUs > 0 {
-				facts = append(facts, fmt.Sprintf("%d CPUs", h.CPUs))
-			}
-			if h.Kernel != "" {
-				facts = append(facts, "Linux "+h.Kernel)
-			}
-			if nic := nicOf(h); nic != "" {
-				facts = append(facts, nic)
-			}
-			if len(facts) > 0 {
-				d += " (" + strings.Join(facts, ", ") + ")"
-			}
-			hs = append(hs, d)
-		}
-		s.Hosts = strings.Join(hs, "; ")
-	} else {
-		s.Hosts = "hosts not recorded (no env.json)"
+	s := Setup{Hosts: c.setupHosts(), Tuning: c.setupTuning()}
+	s.Load, s.Window = c.setupLoad()
+	if c.Plan != nil && c.Plan.Campaign.Repetitions > 0 {
+		s.Window += fmt.Sprintf(", %d repetition%s", c.Plan.Campaign.Repetitions, plural(c.Plan.Campaign.Repetitions))
 	}
+	if c.Plan != nil {
+		sv := c.Plan.Campaign.Server
+		var parts []string
+		if sv.IOThreads > 0 {
+			parts = append(parts, fmt.Sprintf("io-threads %d", sv.IOThreads))
+		}
+		if len(sv.CPUs) > 0 {
+			parts = append(parts, "pinned to CPUs "+sv.CPUs.String())
+		}
+		if sv.MaxMemory != "" {
+			parts = append(parts, "maxmemory "+sv.MaxMemory)
+		}
+		s.Server = strings.Join(parts, ", ")
+	}
+	s.Versions = strings.Join(c.Versions, ", ")
+	return s
+}
+
+// setupHosts is each host's role, name, CPU, kernel and NIC from the
+// environment record.
+func (c *Campaign) setupHosts() string {
+	if c.Run.Env == nil || len(c.Run.Env.Hosts) == 0 {
+		return "hosts not recorded (no env.json)"
+	}
+	var hs []string
+	for _, h := range c.Run.Env.Hosts {
+		d := h.Role + " " + h.Hostname
+		var facts []string
+		if h.CPUModel != "" {
+			facts = append(facts, h.CPUModel)
+		}
+		if h.CPUs > 0 {
+			facts = append(facts, fmt.Sprintf("%d CPUs", h.CPUs))
+		}
+		if h.Kernel != "" {
+			facts = append(facts, "Linux "+h.Kernel)
+		}
+		if nic := nicOf(h); nic != "" {
+			facts = append(facts, nic)
+		}
+		if len(facts) > 0 {
+			d += " (" + strings.Join(facts, ", ") + ")"
+		}
+		hs = append(hs, d)
+	}
+	return strings.Join(hs, "; ")
+}
+
+// setupTuning is the tuning the hosts ran under and how many cells were
+// measured with the hosts drifted from it.
+func (c *Campaign) setupTuning() string {
+	var t string
 	switch {
 	case c.Run.Env != nil && c.Run.Env.TuningProfile != "":
-		s.Tuning = "tuning profile " + c.Run.Env.TuningProfile
+		t = "tuning profile " + c.Run.Env.TuningProfile
 	case c.Plan != nil && c.Plan.Campaign.Tuning != "":
-		s.Tuning = "tuning profile " + c.Plan.Campaign.Tuning
+		t = "tuning profile " + c.Plan.Campaign.Tuning
 	case c.Run.Env != nil && len(c.Run.Env.Tuning) > 0 && string(c.Run.Env.Tuning) != "null":
-		s.Tuning = "tuning snapshot recorded"
+		t = "tuning snapshot recorded"
 	default:
-		s.Tuning = "no tuning"
+		t = "no tuning"
 	}
 	drifted := 0
 	for _, r := range c.Run.Cells {
@@ -66,8 +96,14 @@ func (c *Campaign) Setup() Setup {
 		}
 	}
 	if drifted > 0 {
-		s.Tuning += fmt.Sprintf(" (%d cell%s measured with the hosts drifted from it)", drifted, plural(drifted))
+		t += fmt.Sprintf(" (%d cell%s measured with the hosts drifted from it)", drifted, plural(drifted))
 	}
+	return t
+}
+
+// setupLoad is the load the cells' workloads put on (connections,
+// pipeline, threads, pacing, probe) and their window.
+func (c *Campaign) setupLoad() (load, window string) {
 	conns, pipes, threads, warm, dur := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	rates, ramps, probes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, w := range c.workloads() {
@@ -88,39 +124,20 @@ func (c *Campaign) Setup() Setup {
 		warm[w.Warmup.String()] = true
 		dur[w.Duration.String()] = true
 	}
-	s.Load = fmt.Sprintf("%s connections, pipeline %s", joinSet(conns), joinSet(pipes))
+	load = fmt.Sprintf("%s connections, pipeline %s", joinSet(conns), joinSet(pipes))
 	if len(threads) > 0 {
-		s.Load += fmt.Sprintf(", %s client threads", joinSet(threads))
+		load += fmt.Sprintf(", %s client threads", joinSet(threads))
 	}
 	if len(rates) > 0 {
-		s.Load += ", open loop at " + joinSet(rates)
+		load += ", open loop at " + joinSet(rates)
 	}
 	if len(ramps) > 0 {
-		s.Load += ", ramp " + joinSet(ramps)
+		load += ", ramp " + joinSet(ramps)
 	}
 	if len(probes) > 0 {
-		s.Load += ", probe " + joinSet(probes)
+		load += ", probe " + joinSet(probes)
 	}
-	s.Window = fmt.Sprintf("%s warmup + %s measured", joinSet(warm), joinSet(dur))
-	if c.Plan != nil && c.Plan.Campaign.Repetitions > 0 {
-		s.Window += fmt.Sprintf(", %d repetition%s", c.Plan.Campaign.Repetitions, plural(c.Plan.Campaign.Repetitions))
-	}
-	if c.Plan != nil {
-		sv := c.Plan.Campaign.Server
-		var parts []string
-		if sv.IOThreads > 0 {
-			parts = append(parts, fmt.Sprintf("io-threads %d", sv.IOThreads))
-		}
-		if len(sv.CPUs) > 0 {
-			parts = append(parts, "pinned to CPUs "+sv.CPUs.String())
-		}
-		if sv.MaxMemory != "" {
-			parts = append(parts, "maxmemory "+sv.MaxMemory)
-		}
-		s.Server = strings.Join(parts, ", ")
-	}
-	s.Versions = strings.Join(c.Versions, ", ")
-	return s
+	return load, fmt.Sprintf("%s warmup + %s measured", joinSet(warm), joinSet(dur))
 }
 
 // Caption is the setup in two short lines for charts.

@@ -52,7 +52,6 @@ const (
 // results.
 func Tables(c *Campaign) *TableSet {
 	ts := &TableSet{Campaign: c.Name, Setup: c.Setup(), Alpha: 0.05}
-	marks := map[string]map[[2]string]string{} // metric -> (version, key) -> mark
 	for _, v := range c.Order {
 		if hasResults(c, v) {
 			ts.Baseline = v
@@ -69,82 +68,114 @@ func Tables(c *Campaign) *TableSet {
 			}
 		}
 	}
-	if ts.Baseline != "" {
-		for _, m := range all {
-			cmp, err := sweeps.Compare([]*sweeps.Run{c.Run}, sweeps.CompareOptions{Metric: m, Baseline: ts.Baseline, Alpha: ts.Alpha})
-			if err != nil { // one version only: tables without marks
-				continue
-			}
-			marks[m] = map[[2]string]string{}
-			for _, r := range cmp.Rows {
-				marks[m][[2]string{r.B.Label, r.Key}] = r.Mark
-			}
-		}
-	}
-	limited, failed, missing, anyMark := false, false, false, false
+	marks := tableMarks(c, ts, all)
+	var seen cellsSeen
 	for _, g := range c.Groups {
 		tg := TableGroup{Name: g.Name, Description: groupDescription(c, g)}
 		for _, m := range metrics[g] {
-			t := Table{Group: g.Name, Heading: g.Name + ": " + tableHeading(m)}
-			t.Columns = append(t.Columns, "Value size")
-			for _, s := range g.Series {
-				t.Columns = append(t.Columns, s.Version)
-			}
-			for i, size := range g.Sizes {
-				row := TableRow{Label: g.SizeLabel(size)}
-				for _, s := range g.Series {
-					p := s.Points[i]
-					var cell string
-					switch {
-					case p.HasValue() && len(p.values(m)) == 0: // stored without this figure
-						cell = cellMissing
-						missing = true
-					case p.HasValue():
-						cell = formatFigure(m, median(p.values(m)))
-						if p.OnlyLimited() {
-							cell += " (c)"
-							limited = true
-						} else if mk := marks[m][[2]string{s.Version, p.Key}]; mk != "" && mk != "n/a" && s.Version != ts.Baseline {
-							cell += " " + mk
-							anyMark = true
-						}
-					case len(p.Failed) > 0:
-						cell = cellFailed
-						failed = true
-					default:
-						cell = cellMissing
-						missing = true
-					}
-					row.Cells = append(row.Cells, cell)
-				}
-				t.Rows = append(t.Rows, row)
-			}
-			tg.Tables = append(tg.Tables, t)
+			tg.Tables = append(tg.Tables, sizeTable(g, m, marks[m], ts.Baseline, &seen))
 		}
 		ts.Groups = append(ts.Groups, tg)
 	}
 	ts.Groups = append(ts.Groups, loadTables(c)...)
 	ts.Groups = append(ts.Groups, mixTables(c)...)
-	ts.Notes = append(ts.Notes, "Each figure is the median over the cell's repetitions; Gbps count value bytes delivered (payload).")
-	if ts.Baseline != "" && len(marks) > 0 {
+	ts.Notes = tableNotes(ts, len(marks) > 0, seen)
+	return ts
+}
+
+// tableMarks is sweeps.Compare's mark of each version and cell key
+// against the baseline, per metric; none when there is no baseline or
+// one version only.
+func tableMarks(c *Campaign, ts *TableSet, metrics []string) map[string]map[[2]string]string {
+	marks := map[string]map[[2]string]string{} // metric -> (version, key) -> mark
+	if ts.Baseline == "" {
+		return marks
+	}
+	for _, m := range metrics {
+		cmp, err := sweeps.Compare([]*sweeps.Run{c.Run}, sweeps.CompareOptions{Metric: m, Baseline: ts.Baseline, Alpha: ts.Alpha})
+		if err != nil { // one version only: tables without marks
+			continue
+		}
+		marks[m] = map[[2]string]string{}
+		for _, r := range cmp.Rows {
+			marks[m][[2]string{r.B.Label, r.Key}] = r.Mark
+		}
+	}
+	return marks
+}
+
+// cellsSeen says which kinds of cell the tables hold, for their notes.
+type cellsSeen struct{ limited, failed, missing, marked bool }
+
+// sizeTable is one group's table of metric m: a row per value size, a
+// column per version.
+func sizeTable(g *Group, m string, marks map[[2]string]string, baseline string, seen *cellsSeen) Table {
+	t := Table{Group: g.Name, Heading: g.Name + ": " + tableHeading(m)}
+	t.Columns = append(t.Columns, "Value size")
+	for _, s := range g.Series {
+		t.Columns = append(t.Columns, s.Version)
+	}
+	for i, size := range g.Sizes {
+		row := TableRow{Label: g.SizeLabel(size)}
+		for _, s := range g.Series {
+			mark := ""
+			if s.Version != baseline {
+				mark = marks[[2]string{s.Version, s.Points[i].Key}]
+			}
+			row.Cells = append(row.Cells, figureCell(s.Points[i], m, mark, seen))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// figureCell is a point's median of m with its mark, (c) when client
+// limited, or the failed or missing sign.
+func figureCell(p *Point, m, mark string, seen *cellsSeen) string {
+	switch {
+	case p.HasValue() && len(p.values(m)) == 0: // stored without this figure
+		seen.missing = true
+		return cellMissing
+	case p.HasValue():
+		cell := formatFigure(m, median(p.values(m)))
+		if p.OnlyLimited() {
+			cell += " (c)"
+			seen.limited = true
+		} else if mark != "" && mark != "n/a" {
+			cell += " " + mark
+			seen.marked = true
+		}
+		return cell
+	case len(p.Failed) > 0:
+		seen.failed = true
+		return cellFailed
+	}
+	seen.missing = true
+	return cellMissing
+}
+
+// tableNotes explains the figures, the marks and the signs the tables hold.
+func tableNotes(ts *TableSet, compared bool, seen cellsSeen) []string {
+	notes := append(ts.Notes, "Each figure is the median over the cell's repetitions; Gbps count value bytes delivered (payload).")
+	if ts.Baseline != "" && compared {
 		note := fmt.Sprintf("Marks compare each version with %s (Welch's t-test, alpha %g): *** p<0.001, ** p<0.01, * p<%g, ns not significant.", ts.Baseline, ts.Alpha, ts.Alpha)
-		if !anyMark {
+		if !seen.marked {
 			note += " No cell has two repetitions a side, so no figure is marked."
 		} else {
 			note += " No mark: fewer than two repetitions a side."
 		}
-		ts.Notes = append(ts.Notes, note)
+		notes = append(notes, note)
 	}
-	if limited {
-		ts.Notes = append(ts.Notes, "(c): every repetition was client-limited; the figure is the client's ceiling, not the server's.")
+	if seen.limited {
+		notes = append(notes, "(c): every repetition was client-limited; the figure is the client's ceiling, not the server's.")
 	}
-	if failed {
-		ts.Notes = append(ts.Notes, cellFailed+": every stored attempt failed (reasons in the report).")
+	if seen.failed {
+		notes = append(notes, cellFailed+": every stored attempt failed (reasons in the report).")
 	}
-	if missing {
-		ts.Notes = append(ts.Notes, cellMissing+": not measured (no record in the run directory, or a record without that figure).")
+	if seen.missing {
+		notes = append(notes, cellMissing+": not measured (no record in the run directory, or a record without that figure).")
 	}
-	return ts
+	return notes
 }
 
 // tableHeading names a metric's table after the group name.

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/keys"
 )
 
@@ -53,9 +55,15 @@ type axisDef struct {
 	segment func(v any) string // in cell IDs when the axis varies
 }
 
-// axisDefs in cell-ID order after version, op and size. ratio and
-// value-size are named by the op and size segments, always present.
-var axisDefs = []axisDef{
+// axisDefs in cell-ID order after version, op and size: the axes with
+// parsing or a cell-ID segment of their own, then one for every other
+// workload field with a campaign key (fields.Registry), in the registry's
+// order, so a field added there is a campaign axis without an entry here.
+var axisDefs = append(namedAxes, registryAxes(namedAxes)...)
+
+// namedAxes in cell-ID order. ratio and value-size are named by the op and
+// size segments, always present.
+var namedAxes = []axisDef{
 	{name: "ratio",
 		parse: func(n *yaml.Node) (any, error) {
 			switch strings.ToUpper(n.Value) {
@@ -140,7 +148,7 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.Engine = v.(string) },
 		format:  func(v any) string { return v.(string) },
 		segment: func(v any) string { return v.(string) }},
-	// Open loop (issue 13), after every older axis so the cell IDs of
+	// Open loop, after every older axis so the cell IDs of
 	// campaigns without them stay as they were. A list of rates is a
 	// load axis.
 	{name: "rate",
@@ -164,7 +172,7 @@ var axisDefs = []axisDef{
 		apply:   func(w *lab.Workload, v any) { w.Probe = v.(lab.Probe) },
 		format:  func(v any) string { return v.(lab.Probe).String() },
 		segment: func(v any) string { return "probe" + v.(lab.Probe).String() }},
-	// Commands (issue 14), after the open-loop axes for the same reason.
+	// Commands, after the open-loop axes for the same reason.
 	// A command has no segment of its own: mget and mset name the op
 	// segment (MGET, MSET), get and set are the ratio's GET and SET.
 	{name: "command",
@@ -178,6 +186,29 @@ var axisDefs = []axisDef{
 		segment: func(v any) string { return "" }},
 	intAxis("keys-per-op", "keys", func(w *lab.Workload, v int) { w.KeysPerOp = v }),
 }
+
+// registryAxes is an axis for each registry field with a campaign key
+// that named has not: its values read and written as its flag's, its
+// cell-ID segment the key and the value.
+func registryAxes(named []axisDef) []axisDef {
+	var out []axisDef
+	for _, f := range fields.Registry {
+		if f.Key == "" || slices.ContainsFunc(named, func(a axisDef) bool { return a.name == f.Key }) {
+			continue
+		}
+		out = append(out, axisDef{name: f.Key,
+			parse:   func(n *yaml.Node) (any, error) { return f.Parse(n.Value) },
+			apply:   f.Apply,
+			format:  f.Format,
+			segment: func(v any) string { return f.Key + "-" + fileSafe(f.Format(v)) },
+		})
+	}
+	return out
+}
+
+// fileSafe keeps a segment a file name: a path separator or a space
+// becomes "-".
+func fileSafe(s string) string { return strings.NewReplacer("/", "-", " ", "-").Replace(s) }
 
 // SizeSegment names a value size in cell IDs: one size as it always was
 // (16MiB), weighted sizes as 1MiBw60+16MiBw30, a range as 1MiB-64MiB.

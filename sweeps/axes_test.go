@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // A value out of bounds reads the same from a campaign and from a bench
@@ -43,7 +44,7 @@ func TestCampaignAndFlagsShareBounds(t *testing.T) {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			var w lab.Workload
 			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-			lab.BindFlags(fs, &w)
+			fields.BindFlags(fs, &w)
 			// A value the flag's own parser refuses (a value-size mix
 			// checks its bounds as it reads) is read by the same parser
 			// in a campaign: the messages match all the same.

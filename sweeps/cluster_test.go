@@ -3,6 +3,8 @@ package sweeps
 import (
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/lab/fields"
 )
 
 const clusterSpec = `name: t
@@ -35,8 +37,8 @@ func TestCampaignCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cell := range p.Cells {
-		if !cell.Workload.Cluster || !strings.Contains(strings.Join(cell.Workload.Args(), " "), "--cluster") {
-			t.Errorf("%s: not a cluster cell: %v", cell.ID, cell.Workload.Args())
+		if !cell.Workload.Cluster || !strings.Contains(strings.Join(fields.Args(cell.Workload), " "), "--cluster") {
+			t.Errorf("%s: not a cluster cell: %v", cell.ID, fields.Args(cell.Workload))
 		}
 	}
 	// Per version: only the version that says so is a cluster.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // --command in a campaign: mget and mset cells are named MGET and MSET in
@@ -40,7 +42,7 @@ func TestCommandCells(t *testing.T) {
 		for _, cell := range p.Cells {
 			ids = append(ids, cell.ID)
 			prefill = append(prefill, cell.Workload.Prefill)
-			args := strings.Join(cell.Workload.Args(), " ")
+			args := strings.Join(fields.Args(cell.Workload), " ")
 			if cmd := cell.Workload.Command; cmd != "" && !strings.Contains(args, "--command "+string(cmd)) {
 				t.Errorf("%s: bench args %q lack --command", cell.ID, args)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/spf13/pflag"
@@ -72,7 +73,7 @@ func runBench(ctx context.Context, args []string) int {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	fs.SortFlags = false
 	b := local.BenchRun{Percentiles: lab.DefaultPercentiles, Stdout: os.Stdout, Stderr: os.Stderr}
-	lab.BindFlags(fs, &b.Workload)
+	fields.BindFlags(fs, &b.Workload)
 	fs.StringVar(&b.JSON, "json", "", "write the JSON record to FILE, or - for stdout (then the summary goes to stderr)")
 	quiet := fs.Bool("quiet", false, "no per-second progress lines")
 	metricsAddr := fs.String("metrics-listen", "", metricsListenHelp)
@@ -98,7 +99,7 @@ func runBench(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
 		return lab.ExitUsage
 	}
-	err := lab.FinishFlags(fs, &b.Workload)
+	err := fields.FinishFlags(fs, &b.Workload)
 	if err == nil {
 		err = b.Check(time.Now())
 	}
@@ -122,7 +123,7 @@ func runBench(ctx context.Context, args []string) int {
 	if *liveJSON {
 		toLines = local.LiveLines(os.Stderr)
 	}
-	b.Engine = engine.Options{Given: append([]string{"linerate", "bench"}, lab.RedactPassword(args)...), Live: metrics.Feed(toMetrics, toLines)}
+	b.Engine = engine.Options{Given: append([]string{"linerate", "bench"}, fields.RedactPassword(args)...), Live: metrics.Feed(toMetrics, toLines)}
 	if !*quiet {
 		b.Engine.Progress = os.Stderr
 	}

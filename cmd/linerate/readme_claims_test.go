@@ -51,3 +51,28 @@ func bound(text string) bool {
 	}
 	return false
 }
+
+// The README is a front door: at most 150 lines, and its test command is
+// the one CI runs (.ci/run calls exactly it).
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 150 {
+		t.Errorf("README.md has %d lines; keep it at most 150 (the reference goes to docs/)", n)
+	}
+	test := regexp.MustCompile("(?m)^(make test)\\s+#").FindStringSubmatch(readme)
+	if test == nil {
+		t.Fatal("README.md states no `make test   # ...` command")
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(ci)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != test[1] {
+		t.Errorf(".ci/run ends with %q, the README's test command is %q", last, test[1])
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/linerate/linerate/lab/resp"
 )
 
-// Multi-key commands (--command mget|mset, issue 14): one request names
+// Multi-key commands (--command mget|mset): one request names
 // --keys-per-op distinct keys. An MGET's reply is an array of that many
 // bulk strings, each read and verified as a GET's reply is (the same
 // discard and check of the value's ends), and the request completes once,

@@ -9,7 +9,7 @@ import (
 	"github.com/linerate/linerate/lab/pace"
 )
 
-// Open loop (issue 13): the run's schedules, built before it starts, and
+// Open loop: the run's schedules, built before it starts, and
 // their figures, merged after it stops.
 //
 // The main load's schedule runs from its start (0, or after the probe's

@@ -14,7 +14,7 @@ import (
 	"github.com/linerate/linerate/lab/internal/rawsock"
 )
 
-// TLS in the raw engine (issue 14). The workers keep their design: one
+// TLS in the raw engine. The workers keep their design: one
 // pinned thread, one epoll loop, non-blocking sockets. Each TLS connection
 // is a crypto/tls client over fdConn, a net.Conn on the raw socket that
 // never blocks once the handshake is done:

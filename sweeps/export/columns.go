@@ -2,11 +2,13 @@ package export
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -325,4 +327,20 @@ func serverOf(rec *sweeps.CellRecord) (name, version string) {
 		return v.Name, v.Version
 	}
 	return "", ""
+}
+
+// registryColumns is a column for each registry field that names one the
+// columns above do not have: its value as its flag takes it, so a field
+// added to lab/fields is exported without an entry here.
+func registryColumns(have ...[]column) []column {
+	var out []column
+	for _, f := range fields.Registry {
+		for _, name := range strings.Split(f.Column, ",") {
+			if name == "" || slices.ContainsFunc(slices.Concat(have...), func(c column) bool { return c.Name == name }) {
+				continue
+			}
+			out = append(out, col(name, String, f.Meaning, func(r *row) any { return str(f.Format(f.Get(r.w))) }))
+		}
+	}
+	return out
 }

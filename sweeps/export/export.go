@@ -88,7 +88,7 @@ func columnsOf(opt Options) []column {
 	default:
 		tail = concat(cellColumns, pacedCellColumns)
 	}
-	return concat(prefixColumns, pacedWorkloadColumns, tail)
+	return concat(prefixColumns, pacedWorkloadColumns, registryColumns(prefixColumns, pacedWorkloadColumns), tail)
 }
 
 // InputError is a run directory Write cannot make rows from (nothing was

@@ -15,7 +15,8 @@ import (
 // offered rate), so a closed-loop campaign's rows read as before with
 // empty columns added.
 
-// Workload fields of issue 13, after the first workload columns.
+// The paced and mixed-size workload fields, after the first workload
+// columns so the columns of older exports keep their places.
 var pacedWorkloadColumns = []column{
 	col("clients", Int, "client hosts the load came from (clients: N); empty for a failed cell that left no record", func(r *row) any {
 		if n := len(r.rec.Clients); n > 0 {

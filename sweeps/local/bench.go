@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // Bencher runs cells with lab.Run in this process.
@@ -26,7 +27,7 @@ type Bencher struct {
 // Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
 // the runner's host snapshots cover exactly the measured window.
 func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live}
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, fields.Args(w)...), OnPhase: mark, Live: b.Live}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}
@@ -60,7 +61,7 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 		defer done()
 		w.TLS.CACert = ca
 	}
-	argv := append(append([]string{bin, "bench", "--quiet", "--json", "-"}, w.Args()...), b.Args...)
+	argv := append(append([]string{bin, "bench", "--quiet", "--json", "-"}, fields.Args(w)...), b.Args...)
 	var out, errb bytes.Buffer
 	var stderr io.Writer = &errb
 	if b.Live != nil {
@@ -73,7 +74,7 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	cmd := infra.Command{Argv: argv, Stdout: &out, Stderr: stderr,
 		Timeout: time.Duration(w.Warmup) + time.Duration(w.Duration) + 10*time.Minute}
 	if w.Password != "" {
-		cmd.Env = []string{lab.PasswordEnv + "=" + w.Password}
+		cmd.Env = []string{fields.PasswordEnv + "=" + w.Password}
 	}
 	runErr := b.Host.Exec(ctx, cmd)
 	// A failed run still writes its record; the exit code only says how

@@ -1,4 +1,4 @@
-package lab_test
+package fields_test
 
 import (
 	"regexp"
@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // No bench flag's help states two defaults: --queue-limit said "default
@@ -16,7 +17,7 @@ import (
 func TestFlagHelpStatesOneDefault(t *testing.T) {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	var w lab.Workload
-	lab.BindFlags(fs, &w)
+	fields.BindFlags(fs, &w)
 	def := regexp.MustCompile(`default:? ([^;,)]+)`)
 	for _, line := range strings.Split(fs.FlagUsages(), "\n") {
 		seen := map[string]bool{}

@@ -1,4 +1,4 @@
-package lab_test
+package fields_test
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 func TestRedactPassword(t *testing.T) {
@@ -19,7 +20,7 @@ func TestRedactPassword(t *testing.T) {
 		{"--user bob -p 7000", "--user bob -p 7000"},
 	} {
 		in := strings.Fields(tc.in)
-		got := strings.Join(lab.RedactPassword(in), " ")
+		got := strings.Join(fields.RedactPassword(in), " ")
 		if got != tc.want {
 			t.Errorf("RedactPassword(%q) = %q, want %q", tc.in, got, tc.want)
 		}
@@ -30,7 +31,7 @@ func TestRedactPassword(t *testing.T) {
 }
 
 func TestFinishFlags(t *testing.T) {
-	t.Setenv(lab.PasswordEnv, "from-env")
+	t.Setenv(fields.PasswordEnv, "from-env")
 	for _, tc := range []struct {
 		args     string
 		err      string // "" for none
@@ -46,11 +47,11 @@ func TestFinishFlags(t *testing.T) {
 	} {
 		fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 		var w lab.Workload
-		lab.BindFlags(fs, &w)
+		fields.BindFlags(fs, &w)
 		if err := fs.Parse(strings.Fields(tc.args)); err != nil {
 			t.Fatalf("%s: parse: %v", tc.args, err)
 		}
-		err := lab.FinishFlags(fs, &w)
+		err := fields.FinishFlags(fs, &w)
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.args, err)

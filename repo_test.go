@@ -296,3 +296,79 @@ func TestSchemaImportsNoFlagPackage(t *testing.T) {
 	}
 	visit("lab", nil)
 }
+
+// maxFuncLines is the longest a function outside the tests may be: past it
+// a function does several things, each of which wants a name.
+const maxFuncLines = 80
+
+// longFuncsBeingCut are the functions over maxFuncLines when the rule came
+// in, each being cut by what it does; the list only shrinks.
+var longFuncsBeingCut = map[string]bool{
+	"cmd/linerate/infra.go:runInfra":       true,
+	"infra/aws/awsfake/ec2.go:do":          true,
+	"infra/aws/preflight.go:dryRuns":       true,
+	"infra/aws/provider.go:Up":             true,
+	"infra/launch/local.go:Start":          true,
+	"infra/netns/provider.go:Up":           true,
+	"lab/engine/collect.go:collect":        true,
+	"lab/engine/run.go:Run":                true,
+	"lab/engine/stages.go:measure":         true,
+	"lab/report/openloop.go:writeOpenLoop": true,
+	"lab/report/summary.go:WriteSummary":   true,
+	"sweeps/agent/server.go:answer":        true,
+	"sweeps/campaign.go:ParseCampaign":     true,
+	"sweeps/local/hosts.go:BenchHosts":     true,
+	"sweeps/plan.go:cellsOf":               true,
+	"sweeps/runner.go:Run":                 true,
+	"sweeps/runner.go:runCell":             true,
+	"sweeps/versions.go:serverSettings":    true,
+	"sweeps/versions.go:versions":          true,
+	"tuning/apply.go:ApplyWith":            true,
+	"tuning/apply.go:Revert":               true,
+	"tuning/resolve.go:Resolve":            true,
+	"tuning/topology.go:ReadTopology":      true,
+}
+
+// TestNoLongFunctions: no function outside the tests is longer than
+// maxFuncLines lines, from its func keyword to its closing brace.
+func TestNoLongFunctions(t *testing.T) {
+	fset := token.NewFileSet()
+	var long []string
+	err := filepath.WalkDir(".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := e.Name()
+		if e.IsDir() {
+			if p != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+			id := filepath.ToSlash(p) + ":" + fd.Name.Name
+			if n > maxFuncLines && !longFuncsBeingCut[id] {
+				long = append(long, id+" "+strconv.Itoa(n)+" lines")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(long) > 0 {
+		t.Errorf("over %d lines, cut by what each part does:\n%s", maxFuncLines, strings.Join(long, "\n"))
+	}
+}

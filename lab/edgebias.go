@@ -102,19 +102,19 @@ func StepEdgeBiasOf(s StepResult) *StepEdgeBias {
 // to EdgeFraction; empty when no step is.
 func StepsEdgeNote(steps []StepResult) string {
 	var which []string
-	var needs Duration
-	var length Duration
+	var needs, length Duration
+	var longest float64
 	for _, s := range steps {
 		if e := StepEdgeBiasOf(s); e != nil {
 			which = append(which, strconv.Itoa(s.Step))
-			needs, length = max(needs, e.Needs), s.Length
+			needs, length, longest = max(needs, e.Needs), s.Length, max(longest, e.P99Us)
 		}
 	}
 	if len(which) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("step%s %s: p99 more than %.0f%% of the %s step: their requests ran on into the next step, so their figures mix two steps' loads; steps of %s or longer (--ramp FROM:TO:STEPS:%s) hold them to %.0f%%",
-		plural(len(which)), strings.Join(which, ", "), 100*EdgeFraction, length, needs, needs, 100*EdgeFraction)
+	return fmt.Sprintf("step%s %s: p99 more than %.0f%% of the %s step (up to %s): their requests ran on into the next step, so their figures mix two steps' loads; steps of %s or longer (--ramp FROM:TO:STEPS:%s) hold them to %.0f%%",
+		plural(len(which)), strings.Join(which, ", "), 100*EdgeFraction, length, time.Duration(longest*1e3).Round(time.Millisecond), needs, needs, 100*EdgeFraction)
 }
 
 func plural(n int) string {

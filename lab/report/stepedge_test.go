@@ -20,7 +20,7 @@ func TestSummaryStepEdgeBias(t *testing.T) {
 		}}
 	var b strings.Builder
 	WriteSummary(&b, r, nil)
-	want := "edge bias step 1: p99 more than 10% of the 1.5s step"
+	want := "edge bias step 1: p99 more than 10% of the 1.5s step (up to 180ms)"
 	if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "steps of 2s or longer") {
 		t.Errorf("the summary lacks %q and the step length that fixes it:\n%s", want, b.String())
 	}

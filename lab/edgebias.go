@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -73,4 +75,51 @@ func (e EdgeBias) Note() string {
 func WindowFor(latency time.Duration) Duration {
 	secs := math.Ceil(latency.Seconds() / EdgeFraction)
 	return Duration(time.Duration(secs) * time.Second)
+}
+
+// StepEdgeBias is a ramp step whose requests were long for the step: its
+// p99 latency (from the intended send time; a step keeps no max) is more
+// than EdgeFraction of the step's length, so its requests ran on into the
+// next step and its figures mix the two steps' loads. Needs is the
+// shortest step length (whole seconds) that holds that p99 to
+// EdgeFraction.
+type StepEdgeBias struct {
+	P99Us float64  `json:"p99_us"`
+	Needs Duration `json:"needs"`
+}
+
+// StepEdgeBiasOf judges one step as EdgeBiasOf judges a window: nil when
+// its p99 is within EdgeFraction of its length, or it has neither.
+func StepEdgeBiasOf(s StepResult) *StepEdgeBias {
+	if s.Length <= 0 || s.Latency == nil || s.Latency.Count == 0 || s.Latency.P99 <= EdgeFraction*float64(s.Length.D().Microseconds()) {
+		return nil
+	}
+	return &StepEdgeBias{P99Us: s.Latency.P99, Needs: WindowFor(time.Duration(s.Latency.P99 * 1e3))}
+}
+
+// StepsEdgeNote is the summary's line for a ramp's edge-biased steps:
+// which, and the step length that would hold the longest p99 among them
+// to EdgeFraction; empty when no step is.
+func StepsEdgeNote(steps []StepResult) string {
+	var which []string
+	var needs, length Duration
+	var longest float64
+	for _, s := range steps {
+		if e := StepEdgeBiasOf(s); e != nil {
+			which = append(which, strconv.Itoa(s.Step))
+			needs, length, longest = max(needs, e.Needs), s.Length, max(longest, e.P99Us)
+		}
+	}
+	if len(which) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("step%s %s: p99 more than %.0f%% of the %s step (up to %s): their requests ran on into the next step, so their figures mix two steps' loads; steps of %s or longer (--ramp FROM:TO:STEPS:%s) hold them to %.0f%%",
+		plural(len(which)), strings.Join(which, ", "), 100*EdgeFraction, length, time.Duration(longest*1e3).Round(time.Millisecond), needs, needs, 100*EdgeFraction)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

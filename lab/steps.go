@@ -55,14 +55,17 @@ type StepLatency struct {
 }
 
 // MarshalJSON writes the step with its durations also in seconds, as every
-// duration of a v2 record is.
+// duration of a v2 record is, and its edge bias (StepEdgeBiasOf) when its
+// requests were long for it: judged from its figures, so every record
+// written carries it and a reader of an older one can call the function.
 func (s StepResult) MarshalJSON() ([]byte, error) {
 	type plain StepResult
 	return json.Marshal(struct {
 		plain
-		StartS  float64 `json:"start_s"`
-		LengthS float64 `json:"duration_s"`
-	}{plain(s), s.Start.Seconds(), s.Length.Seconds()})
+		StartS   float64       `json:"start_s"`
+		LengthS  float64       `json:"duration_s"`
+		EdgeBias *StepEdgeBias `json:"edge_bias,omitempty"`
+	}{plain(s), s.Start.Seconds(), s.Length.Seconds(), StepEdgeBiasOf(s)})
 }
 
 // Knee is where a ramp stopped keeping up: the first step that broke the

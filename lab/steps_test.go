@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,13 @@ func TestStepResultJSON(t *testing.T) {
 	var back lab.StepResult
 	if err := json.Unmarshal(b, &back); err != nil || back.Start != s.Start || back.Latency == nil || *back.Latency != *s.Latency || back.Service != nil {
 		t.Errorf("reads back as %+v, %v", back, err)
+	}
+	// A step whose p99 passed a tenth of it says so, with the step length
+	// that would hold it (lab.StepEdgeBiasOf).
+	s.Latency.P99 = 1_200_000
+	b, _ = json.Marshal(s)
+	if want := `"edge_bias":{"p99_us":1200000,"needs":"12s"}`; !strings.Contains(string(b), want) {
+		t.Errorf("a step with p99 1.2 s of 10 s marshals to\n%s\nwithout %s", b, want)
 	}
 	k, _ := json.Marshal(lab.Knee{Step: 3, Offered: 500, FloorStep: 1, FloorP99: 400, FloorP50: 100, P99Ratio: 2.5, P50Ratio: 1.5, AchievedRatio: 0.99, Latency: true})
 	if want := `{"step":3,"offered_ops_per_sec":500,"floor_step":1,"floor_p99_us":400,"floor_p50_us":100,"p99_ratio":2.5,"p50_ratio":1.5,` +

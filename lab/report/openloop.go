@@ -47,6 +47,9 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 			fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.4g\t%d\t\n", s.Step, s.Offered, s.Achieved, s.Gbps, p50, p95, p99, svc, s.Late, s.Dropped, s.Unsent, s.LatenessSlope, s.Errors)
 		}
 		tw.Flush()
+		if note := lab.StepsEdgeNote(r.Steps); note != "" {
+			fmt.Fprintf(out, "edge bias %s\n", note)
+		}
 		if k := r.Knee; k != nil {
 			floor := "no step of the first third has a p99"
 			if k.FloorStep >= 0 && k.FloorP99 > 0 { // records before the floor have neither

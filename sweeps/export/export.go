@@ -82,11 +82,11 @@ func columnsOf(opt Options) []column {
 	case opt.Series:
 		tail = concat(seriesColumns, pacedSeriesColumns)
 	case opt.Steps:
-		tail = stepColumns
+		tail = concat(stepColumns, judgedStepColumns)
 	case opt.Sizes:
-		tail = sizeColumns
+		tail = concat(sizeColumns, judgedSizeColumns)
 	default:
-		tail = concat(cellColumns, pacedCellColumns)
+		tail = concat(cellColumns, pacedCellColumns, judgedCellColumns)
 	}
 	return concat(prefixColumns, pacedWorkloadColumns, registryColumns(prefixColumns, pacedWorkloadColumns), tail)
 }

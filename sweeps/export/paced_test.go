@@ -55,17 +55,19 @@ func pacedRun(t *testing.T) (dir string, cells map[string]*sweeps.CellRecord, en
 	service.P50, service.P99, service.P999, service.Max = g.Latency.P50*0.8, g.Latency.P99*0.7, g.Latency.P999*0.7, g.Latency.Max*0.7
 	g.Service = &service
 	rate.Result.OpenLoop = &lab.OpenLoopResult{Arrival: lab.ArrivalPoisson, QueueLimit: lab.Duration(time.Second),
-		Offered: 300, Achieved: 297.5, Sent: 1190, Late: 12, Dropped: 0, Sustainable: true}
+		Offered: 300, Achieved: 297.5, Due: 1200, Sent: 1190, Completed: 1189, Failed: 1, Unsent: 10, LatenessSlope: 0.0004, Late: 12, Dropped: 0, Sustainable: true}
 	rate.Result.Probe = &lab.ProbeResult{Probe: w.Probe, Offered: 200, Connections: lab.ProbeConnections,
-		Latency:  lab.LatencySummary{Count: 800, P50: 95, P90: 180, P95: 260, P99: 1210, P999: 2400, Max: 3100, Mean: 140},
-		Service:  lab.LatencySummary{Count: 800, P50: 90, P90: 170, P95: 240, P99: 1100, P999: 2200, Max: 3000, Mean: 130},
-		Idle:     lab.LatencySummary{Count: 100, P50: 60, P90: 75, P95: 80, P99: 110, P999: 130, Max: 130, Mean: 62},
+		Latency:    lab.LatencySummary{Count: 800, P50: 95, P90: 180, P95: 260, P99: 1210, P999: 2400, Max: 3100, Mean: 140},
+		Service:    lab.LatencySummary{Count: 800, P50: 90, P90: 170, P95: 240, P99: 1100, P999: 2200, Max: 3000, Mean: 130},
+		Idle:       lab.LatencySummary{Count: 100, P50: 60, P90: 75, P95: 80, P99: 110, P999: 130, Max: 130, Mean: 62},
+		IdleLength: lab.Duration(5500 * time.Millisecond), IdleShort: true,
 		AddedP99: 1100, AddedLow: 640, AddedHigh: 1450, Sent: 800, Ops: 799, Errors: 1, Late: 3,
 		Series: []lab.ProbeSecond{{Second: 0, Ops: 200, P99: 1180}, {Second: 1, Ops: 199, P99: 1240}, {Second: 2, Ops: 200}, {Second: 3, Ops: 200, P99: 990}}}
 	rate.Memory = &sweeps.MemoryRecord{
 		BeforePrefill: &sweeps.MemorySample{UsedMemory: 900_000, Keys: 0},
 		AfterPrefill:  &sweeps.MemorySample{UsedMemory: 900_000 + 8*17_400_000, Keys: 8},
-		BytesPerKey:   17_400_000, BytesPerKeyFrom: "prefill", Overhead: 17_400_000.0/16_777_216 - 1}
+		BytesPerKey:   17_400_000, BytesPerKeyFrom: "prefill", Overhead: 17_400_000.0/16_777_216 - 1,
+		MemoryUsage: &sweeps.KeyMemory{Keys: 8, MeanBytes: 16_777_512, MinBytes: 16_777_512, MaxBytes: 16_777_512}}
 	rate.Persistence = []sweeps.PersistenceSecond{
 		{Second: 0, Samples: 2, RDBBgsaveInProgress: true, LatestForkUsec: 1830, Forks: i64(1), TotalForks: i64(4)},
 		{Second: 1, Samples: 2, RDBBgsaveInProgress: true, LatestForkUsec: 1830, Forks: i64(0), TotalForks: i64(4)},
@@ -99,11 +101,14 @@ func pacedRun(t *testing.T) (dir string, cells map[string]*sweeps.CellRecord, en
 		}
 		ramp.Result.Steps = append(ramp.Result.Steps, lab.StepResult{Step: i, Start: lab.Duration(time.Duration(i) * 2 * time.Second),
 			Length: lab.Duration(2 * time.Second), Offered: off, Achieved: achieved, Gbps: achieved * 8 * float64(miB) / 1e9,
-			Sent: uint64(2 * off), Ops: uint64(2 * achieved), Late: uint64(i * 3), Latency: lat, Service: svc})
+			Sent: uint64(2 * off), Ops: uint64(2 * achieved), Late: uint64(i * 3), Unsent: uint64(i / 3 * 200), LatenessSlope: float64(i/3) * 0.0625,
+			Latency: lat, Service: svc})
 	}
-	ramp.Result.Knee = &lab.Knee{Step: 2, Offered: 550, P99Ratio: 3400.0 / 1300, AchievedRatio: 0.999, Latency: true}
+	ramp.Result.Knee = &lab.Knee{Step: 2, Offered: 550, FloorStep: 0, FloorP99: 1300, FloorP50: 900,
+		P99Ratio: 3400.0 / 1300, P50Ratio: 2100.0 / 900, AchievedRatio: 0.999, Latency: true}
 	ramp.Result.OpenLoop = &lab.OpenLoopResult{Arrival: lab.ArrivalConstant, QueueLimit: lab.Duration(time.Second),
-		Offered: 425, Achieved: 399.1, Sent: 3400, Late: 18, Dropped: 40, Sustainable: false}
+		Offered: 425, Achieved: 399.1, Due: 3640, Sent: 3400, Completed: 3192, Failed: 208, Unsent: 200, LatenessSlope: 0.0151,
+		Late: 18, Dropped: 40, Sustainable: false, ShortOfOffered: true, QueueGrew: true}
 
 	// A mix of ops and sizes at a bit rate.
 	mix := clone("valkey-9.1.2/mix/r1", "mix", 2)
@@ -115,6 +120,8 @@ func pacedRun(t *testing.T) (dir string, cells map[string]*sweeps.CellRecord, en
 	w.ValueSz, w.Ratio = sizes, lab.Ratio{Gets: 50, Sets: 50}
 	w.Rate, w.Arrival, w.QueueLimit = lab.Rate{BitsPerSec: 20e9}, lab.ArrivalConstant, lab.Duration(time.Second)
 	mix.Workload = *w
+	realized := sizes.Realize(w.Seed, w.Keyspace)
+	mix.Result.SizeMix = &realized
 	get := mix.Result.Ops[lab.OpGet]
 	set := *get
 	set.TTFB = nil
@@ -149,6 +156,22 @@ func pacedRun(t *testing.T) (dir string, cells map[string]*sweeps.CellRecord, en
 	return dir, cells, env
 }
 
+// cellCheck is a column's text in a row of rowsBy.
+type cellCheck struct{ row, col, want string }
+
+func checkCells(t *testing.T, rows map[string]map[string]string, checks []cellCheck) {
+	t.Helper()
+	for _, c := range checks {
+		r, ok := rows[c.row]
+		if !ok {
+			t.Fatalf("no row %q", c.row)
+		}
+		if r[c.col] != c.want {
+			t.Errorf("%s: %s = %q, want %q", c.row, c.col, r[c.col], c.want)
+		}
+	}
+}
+
 func rowsBy(t *testing.T, b []byte) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
@@ -169,7 +192,7 @@ func TestPacedCellColumns(t *testing.T) {
 	}
 	rate, mix := cells["valkey-9.1.2/GET/16MiB/rate300/r1"].Result, cells["valkey-9.1.2/mix/r1"].Result
 	p := rate.Probe
-	checks := []struct{ row, col, want string }{
+	checks := []cellCheck{
 		{"valkey-9.1.2/GET/16MiB/rate300/r1 GET", "clients", "2"},
 		{"valkey-9.1.2/GET/16MiB/rate300/r1 GET", "rate", "300"},
 		{"valkey-9.1.2/GET/16MiB/rate300/r1 GET", "rate_ops_per_sec", "300"},
@@ -232,15 +255,7 @@ func TestPacedCellColumns(t *testing.T) {
 		{"valkey-9.1.2/mix/r1 SET", "link_per_flow_gbps", "9.4"},
 		{"valkey-9.1.2/mix/r1 SET", "service_p99_ms", ""}, // the SET op kept no service time here
 	}
-	for _, c := range checks {
-		r, ok := rows[c.row]
-		if !ok {
-			t.Fatalf("no row %q", c.row)
-		}
-		if r[c.col] != c.want {
-			t.Errorf("%s: %s = %q, want %q", c.row, c.col, r[c.col], c.want)
-		}
-	}
+	checkCells(t, rows, checks)
 	// The failed cell: workload filled, every figure empty.
 	f := rows["valkey-9.1.2/GET/1MiB/ramp/r2 GET"]
 	if f["status"] != "failed" || f["ramp"] != "50:800:4:2s" || f["clients"] != "" {

@@ -60,20 +60,20 @@ func writeHelp(w io.Writer, cmd *cobra.Command) {
 	}
 }
 
-func writeRootHelp(w io.Writer, root *cobra.Command) {
-	fmt.Fprintf(w, "linerate measures how fast Valkey/Redis servers move large values (1-64 MB).\n\n")
-	fmt.Fprintf(w, "%s   (linerate <command> --help for its flags)\n\nCommands:\n", rootUsage)
-	writeCommands(w, root)
-	fmt.Fprint(w, `
-Start here:
+// The root's prose: what linerate is, and where to start.
+const (
+	rootIntro = "linerate measures how fast Valkey/Redis servers move large values (1-64 MB)."
+	startHere = `Start here:
   make demo                                  # five versions, a local campaign, charts, report
   linerate bench -p 6379 -s 8MiB -d 5s       # one measurement against a running server
   linerate servers install valkey@9.1        # a server version, unpacked privately
-  linerate sweep plan sweeps/campaigns/local.yaml
+  linerate sweep plan sweeps/campaigns/local.yaml`
+)
 
-Flags:
-`)
-	fmt.Fprint(w, strings.Join(flagLines(root.LocalFlags()), ""))
+func writeRootHelp(w io.Writer, root *cobra.Command) {
+	fmt.Fprintf(w, "%s\n\n%s   (linerate <command> --help for its flags)\n\nCommands:\n", rootIntro, rootUsage)
+	writeCommands(w, root)
+	fmt.Fprintf(w, "\n%s\n\nFlags:\n%s", startHere, strings.Join(flagLines(root.LocalFlags()), ""))
 }
 
 // writeCommands lists cmd's subcommands with their summaries.
@@ -92,30 +92,42 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// flagLines is one line per visible flag of fs but help, in the order
-// they were bound: "  -s, --name PLACEHOLDER   usage (default D)".
-func flagLines(fs *pflag.FlagSet) []string {
-	type row struct{ left, usage string }
-	var rows []row
-	width := 0
+// flagRow is one flag as help shows it: "-s, --name PLACEHOLDER" and what
+// it does, with its default.
+type flagRow struct{ short, long, placeholder, usage string }
+
+// flagRows are fs's visible flags but help, in the order they were bound.
+func flagRows(fs *pflag.FlagSet) []flagRow {
+	var rows []flagRow
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Hidden || f.Name == "help" {
 			return
 		}
-		left := "      --" + f.Name
-		if f.Shorthand != "" {
-			left = "  -" + f.Shorthand + ", --" + f.Name
-		}
 		ph, usage := placeholder(f)
-		if ph != "" {
-			left += " " + ph
-		}
-		rows = append(rows, row{left, usage + defaultNote(f)})
-		width = max(width, len(left))
+		rows = append(rows, flagRow{f.Shorthand, f.Name, ph, usage + defaultNote(f)})
 	})
+	return rows
+}
+
+// flagLines is one line per flag of fs (see flagRows), usages aligned:
+// "  -s, --name PLACEHOLDER   usage (default D)".
+func flagLines(fs *pflag.FlagSet) []string {
+	rows := flagRows(fs)
+	left := make([]string, len(rows))
+	width := 0
+	for i, r := range rows {
+		left[i] = "      --" + r.long
+		if r.short != "" {
+			left[i] = "  -" + r.short + ", --" + r.long
+		}
+		if r.placeholder != "" {
+			left[i] += " " + r.placeholder
+		}
+		width = max(width, len(left[i]))
+	}
 	out := make([]string, len(rows))
 	for i, r := range rows {
-		out[i] = fmt.Sprintf("%-*s   %s\n", width, r.left, r.usage)
+		out[i] = fmt.Sprintf("%-*s   %s\n", width, left[i], r.usage)
 	}
 	return out
 }

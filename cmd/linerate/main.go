@@ -66,6 +66,7 @@ func newRoot(args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "linerate <command> [flags]",
 		Short:         "measure how fast Valkey/Redis servers move large values (1-64 MB)",
+		Long:          rootIntro + "\n\n" + startHere,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          unknownCommand,

@@ -6,7 +6,9 @@ package main
 // profile files, run directories and their cell IDs, flag values.
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -148,4 +150,32 @@ func infraArgs(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Co
 // profileFile completes tune's --profile: YAML or JSON files.
 func profileFile(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	return []cobra.Completion{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// awsSection is a section header of AWS's shared config ([profile NAME])
+// or credentials ([NAME]) file.
+var awsSection = regexp.MustCompile(`^\s*\[\s*(?:profile\s+)?([^\]\s]+)\s*\]`)
+
+// awsProfiles completes --profile and --aws-profile with the profile names
+// of AWS's shared config and credentials files (AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/config and ~/.aws/credentials).
+func awsProfiles(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	home, _ := os.UserHomeDir()
+	var names []cobra.Completion
+	for env, file := range map[string]string{"AWS_CONFIG_FILE": "config", "AWS_SHARED_CREDENTIALS_FILE": "credentials"} {
+		path := os.Getenv(env)
+		if path == "" {
+			path = filepath.Join(home, ".aws", file)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if m := awsSection.FindStringSubmatch(line); m != nil && m[1] != "sso-session" && m[1] != "services" {
+				names = append(names, m[1])
+			}
+		}
+	}
+	return withPrefix(names, toComplete), noFiles
 }

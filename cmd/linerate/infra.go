@@ -23,6 +23,7 @@ const (
 func newInfra() *cobra.Command {
 	return completeFlags(completeArgs(command(helpText("infra"), "bring a host pair up or down (local, netns, ssh, aws); gc leftovers", bindInfra), infraArgs), map[string]cobra.CompletionFunc{
 		"provider": words("local", "netns", "ssh", "aws"),
+		"profile":  awsProfiles,
 		"dir":      runDir,
 		"dist":     runDir,
 	})

@@ -15,8 +15,9 @@ import (
 
 func newLink() *cobra.Command {
 	return completeFlags(completeArgs(command(helpText("link"), "measure the link between a campaign's hosts (sink + bench, 1 and N flows)", bindLink), positional(campaignFile)), map[string]cobra.CompletionFunc{
-		"out":      runDir,
-		"profiles": runDir,
+		"out":         runDir,
+		"profiles":    runDir,
+		"aws-profile": awsProfiles,
 	})
 }
 

@@ -15,8 +15,9 @@ import (
 
 func newSweep() *cobra.Command {
 	return completeFlags(completeArgs(command(helpText("sweep"), "plan and run a campaign of cells (versions x workloads), resumable", bindSweep), positional(words("plan", "run"), campaignFile)), map[string]cobra.CompletionFunc{
-		"out":      runDir,
-		"profiles": runDir,
+		"out":         runDir,
+		"profiles":    runDir,
+		"aws-profile": awsProfiles,
 	})
 }
 
@@ -88,8 +89,9 @@ func bindSweep(c *cli) func(context.Context) int {
 
 func newSoak() *cobra.Command {
 	return completeFlags(completeArgs(command(helpText("soak"), "rerun one cell of a run for a long window and report drift", bindSoak), positional(runDir)), map[string]cobra.CompletionFunc{
-		"cell":     cellIDs,
-		"profiles": runDir,
+		"cell":        cellIDs,
+		"profiles":    runDir,
+		"aws-profile": awsProfiles,
 	})
 }
 

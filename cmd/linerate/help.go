@@ -143,6 +143,7 @@ var placeholders = map[string]string{
 	"only": "PATTERN", "ssh-from": "CIDR", "aws-endpoint": "URL", "endpoint": "URL",
 	"cell": "ID", "campaign": "ID", "out": "DIR", "runtime": "SUITE", "suite": "SUITE",
 	"connections": "N", "value-size": "SIZE", "zones": "ZONES", "provider": "PROVIDER",
+	"aws-profile": "NAME", "profile": "NAME", "instance-type": "TYPE",
 }
 
 // placeholder is the word that stands for f's value after its name, and

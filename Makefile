@@ -6,7 +6,7 @@ PKG     := ./cmd/linerate
 STATIC  := CGO_ENABLED=0
 export GOFLAGS := -buildvcs=auto
 
-.PHONY: build test tidy-check bench dist demo setup clean
+.PHONY: build test tidy-check bench dist demo setup clean man install uninstall
 
 build:
 	$(STATIC) $(GO) build -o $(BIN) $(PKG)
@@ -63,6 +63,34 @@ dist:
 
 demo: setup build
 	bash .ci/demo
+
+# man writes man/linerate.1 and man/linerate-CMD.1 from the command tree
+# (the same usage, prose and flags as --help); a test fails when the
+# checked-in pages are not what it makes.
+man:
+	$(GO) test $(PKG) -run '^TestManPages$$' -count=1 -args -update-man
+
+# install puts the binary, the man pages and the bash, zsh and fish
+# completion scripts under PREFIX (DESTDIR before it, for packaging);
+# uninstall removes exactly those files. go install ./cmd/linerate gives
+# the binary alone.
+PREFIX  ?= /usr/local
+BINDIR  := $(DESTDIR)$(PREFIX)/bin
+MANDIR  := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR  := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+install: build
+	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	install -m 0755 $(BIN) $(BINDIR)/linerate
+	install -m 0644 man/*.1 $(MANDIR)/
+	$(BIN) completion bash > $(BASHDIR)/linerate
+	$(BIN) completion zsh > $(ZSHDIR)/_linerate
+	$(BIN) completion fish > $(FISHDIR)/linerate.fish
+
+uninstall:
+	rm -f $(BINDIR)/linerate $(BASHDIR)/linerate $(ZSHDIR)/_linerate $(FISHDIR)/linerate.fish
+	rm -f $(patsubst man/%,$(MANDIR)/%,$(wildcard man/*.1))
 
 clean:
 	rm -rf bin dist

@@ -8,6 +8,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
+	"github.com/linerate/linerate/sweeps/stats"
 )
 
 // sizeLabel prints a value size as the study does, with a space: 8 MiB, 12 MB.
@@ -130,23 +131,8 @@ func PaletteColor(i int) color.RGBA {
 
 func colorHex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
-// median of a non-empty slice.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	for i := 1; i < len(s); i++ { // insertion sort: repetitions are few
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+// median is sweeps/stats' median: the one the comparisons use.
+var median = stats.Median
 
 func minMax(xs []float64) (float64, float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)

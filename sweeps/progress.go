@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/report"
 )
@@ -19,11 +21,10 @@ type Progress interface {
 	End(s *Summary)
 }
 
-// IsTerminal says whether f is a character device (a terminal), without
-// pulling in a terminal library for one bit.
+// IsTerminal says whether f is a terminal: one that answers a terminal's
+// ioctl, not any character device (/dev/null is one, and is no terminal).
 func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // NewProgress returns a bar with ETA redrawn in place on a terminal, and one

@@ -15,6 +15,7 @@ import (
 
 	"github.com/linerate/linerate/infra/atomicfile"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
@@ -302,15 +303,15 @@ func (s *Store) WriteSoak(name string, v any) error {
 	return nil
 }
 
-// WriteHDRFiles writes a record's HdrHistogram files (lab.HDRFiles) as
+// WriteHDRFiles writes a record's HdrHistogram files (hdrfile.Files) as
 // DIR/BASE.OP.hgrm and DIR/BASE.OP.hlog, atomically, and removes files of
 // that base the record no longer has (a redone cell that failed). It
 // returns the paths written; a nil record writes nothing.
 func WriteHDRFiles(dir, base string, r *lab.Result) ([]string, error) {
-	var files []lab.HDRFile
+	var files []hdrfile.File
 	if r != nil {
 		var err error
-		if files, err = lab.HDRFiles(r); err != nil {
+		if files, err = hdrfile.Files(r); err != nil {
 			return nil, fmt.Errorf("hdr files of %s: %w", base, err)
 		}
 	}
@@ -325,7 +326,7 @@ func WriteHDRFiles(dir, base string, r *lab.Result) ([]string, error) {
 		paths = append(paths, p)
 	}
 	for _, op := range lab.AllOps {
-		for _, ext := range []string{lab.HgrmExt, lab.HlogExt} {
+		for _, ext := range []string{hdrfile.HgrmExt, hdrfile.HlogExt} {
 			p := filepath.Join(dir, base+"."+string(op)+ext)
 			if written[p] {
 				continue

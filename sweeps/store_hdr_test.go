@@ -12,6 +12,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/hdrfile"
 )
 
 // hdrResult is a record with a window histogram and two seconds of
@@ -72,14 +73,14 @@ func TestStoreWritesHDRFiles(t *testing.T) {
 	if got := listDir(t, hg); got != want {
 		t.Fatalf("hgrm/ holds %s\nwant %s", got, want)
 	}
-	files, err := lab.HDRFiles(rec.Result)
+	files, err := hdrfile.Files(rec.Result)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(hg, "valkey-9.1.2_GET_1MiB_r1."+f.Name))
 		if err != nil || !bytes.Equal(b, f.Data) {
-			t.Errorf("%s differs from lab.HDRFiles (%v)", f.Name, err)
+			t.Errorf("%s differs from hdrfile.Files (%v)", f.Name, err)
 		}
 	}
 

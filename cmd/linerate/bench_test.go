@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -33,7 +34,7 @@ func TestBenchHgrmDir(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	files, err := lab.HDRFiles(&res)
+	files, err := hdrfile.Files(&res)
 	if err != nil {
 		t.Fatal(err)
 	}

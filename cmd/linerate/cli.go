@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/linerate/linerate/infra/stopsignal"
 	"github.com/linerate/linerate/sweeps/metrics"
 )
 
@@ -25,42 +27,54 @@ type cli struct {
 	stopped   context.Context  // once it is done, a failure is an interruption (130)
 }
 
-// help holds the commands' usage texts, help/NAME.txt: the prose --help
-// teaches, kept apart from the code that reads flags. Each ends in
-// "Flags:", and --help lists the flags after it.
+// help holds the commands' help texts, help/NAME.txt: the prose --help
+// teaches, kept apart from the code that reads flags. Each starts with
+// its usage lines ("Usage: linerate NAME ..."), then a blank line, then
+// the prose; --help lists the flags after it.
 //
 //go:embed help/*.txt
 var help embed.FS
 
-// helpText is command name's usage text.
+// helpText is command name's help text.
 func helpText(name string) string {
 	b, err := help.ReadFile("help/" + name + ".txt")
 	if err != nil {
-		panic(fmt.Sprintf("no usage text for %s: %v", name, err)) // a file missing from the build
+		panic(fmt.Sprintf("no help text for %s: %v", name, err)) // a file missing from the build
 	}
 	return string(b)
 }
 
-// newCLI is a command whose --help prints usage, then its flags in the
-// order they are bound.
-func newCLI(name, usage string) *cli {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
-	return &cli{FlagSet: fs, name: name, who: name}
+// command is a subcommand made from its help text (see help) and its
+// one-line summary. bind binds the command's flags on c and returns what
+// runs it once they are parsed; that returns the exit code.
+func command(text, short string, bind func(c *cli) func(ctx context.Context) int) *cobra.Command {
+	usage, long, _ := strings.Cut(text, "\n\n")
+	use := strings.TrimPrefix(strings.SplitN(usage, "\n", 2)[0], "Usage: linerate ")
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: strings.TrimRight(long, "\n"),
+		Args:        cobra.ArbitraryArgs,
+		Annotations: map[string]string{usageAnnotation: usage},
+	}
+	cmd.Flags().SortFlags = false
+	c := &cli{FlagSet: cmd.Flags(), name: cmd.Name(), who: cmd.Name()}
+	run := bind(c)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		// The first Ctrl-C, SIGTERM or hangup cancels the context so work
+		// stops cleanly, records are written and what was started is torn
+		// down; the teardown is abandoned only on a third within 10 s of a
+		// second. Help and completion, which start nothing, keep the
+		// default handling.
+		ctx := stopsignal.Context(cmd.Context(), os.Stderr, func() { os.Exit(130) })
+		return ended(run(ctx))
+	}
+	return cmd
 }
 
-// parse reads args. With want set, min to max arguments must follow the
-// flags (max < 0: any number), else want is what is said. done is true
-// when the command ends there, with code: 0 after --help, 2 otherwise.
-func (c *cli) parse(args []string, min, max int, want string) (code int, done bool) {
-	err := c.Parse(args)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
-		return 0, true
-	case err != nil:
-		return c.usage("%v", err), true
-	case want != "" && (c.NArg() < min || (max >= 0 && c.NArg() > max)):
+// want checks the arguments that follow the flags: min to max of them
+// (max < 0: any number), else want is said. done is true when the command
+// ends there, with code 2.
+func (c *cli) want(min, max int, want string) (code int, done bool) {
+	if c.NArg() < min || (max >= 0 && c.NArg() > max) {
 		return c.usage("%s", want), true
 	}
 	return 0, false

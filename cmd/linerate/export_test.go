@@ -56,8 +56,8 @@ func TestExportCommand(t *testing.T) {
 		}
 	}
 
-	if code, _, stderr := run("--help"); code != 0 || !strings.Contains(stderr, "Usage: linerate export") || !strings.Contains(stderr, "--steps") {
-		t.Errorf("--help: exit %d\n%s", code, stderr)
+	if code, help, _ := run("--help"); code != 0 || !strings.Contains(help, "Usage: linerate export") || !strings.Contains(help, "--steps") {
+		t.Errorf("--help: exit %d\n%s", code, help)
 	}
 	for _, tc := range []struct {
 		args []string

@@ -6,12 +6,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/linerate/linerate/sweeps/session"
 )
-
-func init() {
-	register(command{name: "infra", summary: "bring a host pair up or down (local, netns, ssh, aws); gc leftovers", run: runInfra})
-}
 
 // Flag help that infra and sweep run or soak share.
 const (
@@ -22,11 +20,33 @@ const (
 	endpointHelp = "endpoint URL instead of AWS's (a local fake, for testing)"
 )
 
-func runInfra(ctx context.Context, args []string) int {
-	c := newCLI("infra", helpText("infra"))
-	var f session.UpFlags
-	var op session.Operator
-	var yes, dryRun bool
+func newInfra() *cobra.Command {
+	return completeFlags(completeArgs(command(helpText("infra"), "bring a host pair up or down (local, netns, ssh, aws); gc leftovers", bindInfra), infraArgs), map[string]cobra.CompletionFunc{
+		"provider": words("local", "netns", "ssh", "aws"),
+		"profile":  awsProfiles,
+		"dir":      runDir,
+		"dist":     runDir,
+	})
+}
+
+// infraRun is one infra command line: its flags, then its action.
+type infraRun struct {
+	c           *cli
+	f           session.UpFlags
+	op          session.Operator
+	yes, dryRun bool
+}
+
+const infraWant = "want one of up, down, status, gc, preflight CAMPAIGN, or aws policy [CAMPAIGN]"
+
+func bindInfra(c *cli) func(context.Context) int {
+	r := &infraRun{c: c}
+	r.bind()
+	return r.run
+}
+
+func (r *infraRun) bind() {
+	c, f, op := r.c, &r.f, &r.op
 	c.StringVar(&f.Kind, "provider", "", "up: local, netns, ssh or aws; gc: netns or aws only (default both)")
 	c.StringVar(&f.Spec.Campaign, "campaign", "", "campaign ID: names and tags everything created")
 	c.StringVar(&f.Spec.Dir, "dir", "", "campaign directory for state, keys and known_hosts (default runs/<campaign>)")
@@ -46,49 +66,56 @@ func runInfra(ctx context.Context, args []string) int {
 	c.StringVar(&f.AWS.PrivateKey, "private-key", "", "aws: private half of --public-key")
 	c.DurationVar(&f.AWS.DeadMan, "dead-man", 4*time.Hour, "aws: instances shut down (and terminate) this long after boot, whatever happens")
 	c.Float64Var(&f.AWS.HourlyUSD, "hourly-usd", 0, "aws: on-demand price of one instance per hour, for the cost prompt (default: asked of the Price List API)")
-	c.BoolVar(&yes, "yes", false, "aws: launch without asking")
+	c.BoolVar(&r.yes, "yes", false, "aws: launch without asking")
 	c.DurationVar(&op.SSHTimeout, "ssh-timeout", 5*time.Minute, "aws: how long to wait for SSH on the new instances")
 	c.StringVar(&op.AWS.Endpoint, "endpoint", "", "aws: "+endpointHelp)
-	c.BoolVar(&dryRun, "dry-run", false, "gc: only list what would be removed and why")
+	c.BoolVar(&r.dryRun, "dry-run", false, "gc: only list what would be removed and why")
 	c.BoolVar(&op.AllowSlowerLink, "allow-slower-link", false, "aws: pass an instance type whose stated network performance is below the campaign's link-gbps")
 	c.Float64Var(&f.AWS.LinkGbps, "link-gbps", 0, "aws up: the link expected, in Gbps; the preflight refuses a type that states less")
-	want := "want one of up, down, status, gc, preflight CAMPAIGN, or aws policy [CAMPAIGN]"
-	if code, done := c.parse(args, 1, 3, want); done {
-		return code
-	}
-	switch n := c.NArg(); c.Arg(0) {
+}
+
+// argsFit says whether the arguments fit the action they name.
+func (r *infraRun) argsFit() bool {
+	switch n, c := r.c.NArg(), r.c; c.Arg(0) {
 	case "preflight":
-		if n != 2 {
-			return c.usage("%s", want)
-		}
+		return n == 2
 	case "aws":
-		if n < 2 || c.Arg(1) != "policy" {
-			return c.usage("%s", want)
-		}
-	default:
-		if n != 1 {
-			return c.usage("%s", want)
-		}
+		return n >= 2 && c.Arg(1) == "policy"
 	}
-	f.Spec.Dir = session.RunDir(f.Spec.Dir, f.Spec.Campaign)
-	op.Console(os.Stdin, os.Stderr, yes)
+	return r.c.NArg() == 1
+}
+
+func (r *infraRun) run(ctx context.Context) int {
+	c := r.c
+	if code, done := c.want(1, 3, infraWant); done {
+		return code
+	} else if !r.argsFit() {
+		return c.usage("%s", infraWant)
+	}
+	r.f.Spec.Dir = session.RunDir(r.f.Spec.Dir, r.f.Spec.Campaign)
+	r.op.Console(os.Stdin, os.Stderr, r.yes)
 	c.input, c.stopped = is[*session.InputError], ctx
-	tbl := session.Default()
+	return r.act(ctx, session.Default())
+}
+
+// act does the action the first argument names.
+func (r *infraRun) act(ctx context.Context, tbl *session.Table) int {
+	c, f, op := r.c, &r.f, &r.op
 	switch c.Arg(0) {
 	case "up":
-		up, err := tbl.UpFromFlags(ctx, f, &op)
+		up, err := tbl.UpFromFlags(ctx, *f, op)
 		if err != nil {
 			return c.end(err)
 		}
 		up.WriteText(os.Stdout)
 	case "down":
-		st, err := tbl.Down(ctx, f.Spec.Dir, f.Spec.Campaign, &op)
+		st, err := tbl.Down(ctx, f.Spec.Dir, f.Spec.Campaign, op)
 		if err != nil {
 			return c.end(err)
 		}
 		fmt.Printf("%s pair of campaign %s is down\n", st.Kind, st.Campaign)
 	case "status":
-		if err := tbl.Status(ctx, f.Spec.Campaign, f.Spec.Dir, &op, os.Stdout); err != nil {
+		if err := tbl.Status(ctx, f.Spec.Campaign, f.Spec.Dir, op, os.Stdout); err != nil {
 			return c.end(err)
 		}
 	case "preflight":
@@ -99,7 +126,7 @@ func runInfra(ctx context.Context, args []string) int {
 		if op.SSHFrom, err = session.ParseSSHFrom(f.SSHFrom); err != nil {
 			return c.end(err)
 		}
-		if err := tbl.Preflight(ctx, camp, &op, os.Stdout); err != nil {
+		if err := tbl.Preflight(ctx, camp, op, os.Stdout); err != nil {
 			return c.end(err)
 		}
 	case "aws":
@@ -109,7 +136,7 @@ func runInfra(ctx context.Context, args []string) int {
 		}
 		os.Stdout.Write(b)
 	case "gc":
-		ok, err := tbl.GC(ctx, f.Kind, dryRun, &op, os.Stdout)
+		ok, err := tbl.GC(ctx, f.Kind, r.dryRun, op, os.Stdout)
 		if err != nil && c.end(err) == 2 {
 			return 2
 		}

@@ -6,17 +6,22 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/session"
 )
 
-func init() {
-	register(command{name: "link", summary: "measure the link between a campaign's hosts (sink + bench, 1 and N flows)", run: runLink})
+func newLink() *cobra.Command {
+	return completeFlags(completeArgs(command(helpText("link"), "measure the link between a campaign's hosts (sink + bench, 1 and N flows)", bindLink), positional(campaignFile)), map[string]cobra.CompletionFunc{
+		"out":         runDir,
+		"profiles":    runDir,
+		"aws-profile": awsProfiles,
+	})
 }
 
-func runLink(ctx context.Context, args []string) int {
-	c := newCLI("link", helpText("link"))
+func bindLink(c *cli) func(context.Context) int {
 	out := c.String("out", "", "run directory whose env.json gets the link (default runs/<campaign name>)")
 	var k sweeps.Calibration
 	overrides := []struct {
@@ -31,43 +36,45 @@ func runLink(ctx context.Context, args []string) int {
 	}
 	asJSON := c.Bool("json", false, "print the link as JSON (env.json's link)")
 	r := bindRemoteFlags(c, "where the campaign's tuning profile NAME is found as NAME.yaml", "")
-	if code, done := c.parse(args, 1, 1, "give one campaign file"); done {
-		return code
-	}
-	for _, o := range overrides {
-		if *o.v == "" {
-			continue
+	return func(ctx context.Context) int {
+		if code, done := c.want(1, 1, "give one campaign file"); done {
+			return code
 		}
-		if err := o.set(*o.v); err != nil {
-			return c.bad("--%s %v", o.flag, err)
+		for _, o := range overrides {
+			if *o.v == "" {
+				continue
+			}
+			if err := o.set(*o.v); err != nil {
+				return c.bad("--%s %v", o.flag, err)
+			}
 		}
+		camp, err := session.Default().Load(c.Arg(0))
+		if err == nil {
+			err = session.Default().CheckLink(camp)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		if code := r.startMetrics(c); code != 0 {
+			return code
+		}
+		defer r.closeMetrics(ctx, c)
+		dir := session.RunDir(*out, camp.Name)
+		s, code := r.open(ctx, c, camp, dir, session.Work{What: "the link calibration", Need: sweeps.CalibrationNeed(camp.Calibrate, k)})
+		if s == nil {
+			return code
+		}
+		defer r.close(ctx, c, s)
+		l, err := s.Link(ctx, k)
+		switch {
+		case err != nil:
+			return c.end(err)
+		case *asJSON:
+			return c.json(l)
+		}
+		fmt.Print(sweeps.LinkText(l))
+		fmt.Printf("stored in %s\n", filepath.Join(dir, sweeps.EnvFile))
+		return 0
 	}
-	camp, err := session.Default().Load(c.Arg(0))
-	if err == nil {
-		err = session.Default().CheckLink(camp)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if code := r.startMetrics(c); code != 0 {
-		return code
-	}
-	defer r.closeMetrics(ctx, c)
-	dir := session.RunDir(*out, camp.Name)
-	s, code := r.open(ctx, c, camp, dir, session.Work{What: "the link calibration", Need: sweeps.CalibrationNeed(camp.Calibrate, k)})
-	if s == nil {
-		return code
-	}
-	defer r.close(ctx, c, s)
-	l, err := s.Link(ctx, k)
-	switch {
-	case err != nil:
-		return c.end(err)
-	case *asJSON:
-		return c.json(l)
-	}
-	fmt.Print(sweeps.LinkText(l))
-	fmt.Printf("stored in %s\n", filepath.Join(dir, sweeps.EnvFile))
-	return 0
 }

@@ -14,7 +14,7 @@ import (
 // habits (-n, -c, -d, -s, -r), so a flag missing from the table is a trap
 // left unmarked.
 func TestBenchDocFlagTablesNameEveryBenchFlag(t *testing.T) {
-	code, _, help := linerate(t, "", "", "bench", "--help")
+	code, help, _ := linerate(t, "", "", "bench", "--help") // help is on stdout
 	if code != 0 {
 		t.Fatalf("bench --help: exit %d\n%s", code, help)
 	}

@@ -2,22 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/sink"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{name: "sink", summary: "a built-in RESP target, to measure the client's own ceiling", run: runSink})
+func newSink() *cobra.Command {
+	return completeArgs(command(helpText("sink"), "a built-in RESP target, to measure the client's own ceiling", bindSink), cobra.NoFileCompletions)
 }
 
-func runSink(ctx context.Context, args []string) int {
-	fs := pflag.NewFlagSet("sink", pflag.ContinueOnError)
+func bindSink(c *cli) func(context.Context) int {
+	fs := c.FlagSet
 	bind := fs.StringP("bind", "b", "127.0.0.1", "address to listen on")
 	port := fs.IntP("port", "p", 7000, "port to listen on")
 	size := lab.OneSize(lab.DefaultValueSize)
@@ -28,38 +27,32 @@ func runSink(ctx context.Context, args []string) int {
 	fs.Var(&probe, "probe", "the bench's --probe: its keys are served at its size (its rate is the bench's business)")
 	link := fs.Bool("link", false, "GET replies are the link's load, not values: one small block repeated, cheap to send (how linerate link measures the link); bench with --verify none")
 	delay := fs.Duration("delay", 0, fmt.Sprintf("hold every reply back this long (0-%s): a slow server", sink.MaxDelay))
-	fs.Usage = func() { fmt.Fprint(os.Stderr, helpText("sink")); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
+	return func(ctx context.Context) int {
+		// The value is built whole before listening: bound it as bench does.
+		switch {
+		case *delay < 0 || *delay > sink.MaxDelay:
+			fmt.Fprintf(os.Stderr, "linerate sink: --delay %s: use 0s to %s\n", *delay, sink.MaxDelay)
+			return lab.ExitUsage
+		case *keyspace < 1 || *keyspace > lab.MaxKeyspace:
+			fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, lab.MaxKeyspace)
+			return lab.ExitUsage
+		case *port < 0 || *port > 65535:
+			fmt.Fprintf(os.Stderr, "linerate sink: -p/--port %d: use 0-65535 (0: any free port)\n", *port)
+			return lab.ExitUsage
 		}
-		fmt.Fprintf(os.Stderr, "linerate sink: %v (see linerate sink --help)\n", err)
-		return lab.ExitUsage
+		addr := *bind + ":" + strconv.Itoa(*port)
+		l, err := sink.Listen(addr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sink: listen on %s: %v\n", addr, err)
+			return lab.ExitSetupFailed
+		}
+		s := sink.New(size, *seed, *keyspace, probe.Size)
+		s.Delay, s.Link = *delay, *link
+		fmt.Fprintf(os.Stderr, "linerate sink: serving %s values on %s (Ctrl-C stops)\n", size, l.Addr())
+		if err := s.Serve(ctx, l); err != nil {
+			fmt.Fprintf(os.Stderr, "linerate sink: %v\n", err)
+			return 1
+		}
+		return 0
 	}
-	// The value is built whole before listening: bound it as bench does.
-	switch {
-	case *delay < 0 || *delay > sink.MaxDelay:
-		fmt.Fprintf(os.Stderr, "linerate sink: --delay %s: use 0s to %s\n", *delay, sink.MaxDelay)
-		return lab.ExitUsage
-	case *keyspace < 1 || *keyspace > lab.MaxKeyspace:
-		fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, lab.MaxKeyspace)
-		return lab.ExitUsage
-	case *port < 0 || *port > 65535:
-		fmt.Fprintf(os.Stderr, "linerate sink: -p/--port %d: use 0-65535 (0: any free port)\n", *port)
-		return lab.ExitUsage
-	}
-	addr := *bind + ":" + strconv.Itoa(*port)
-	l, err := sink.Listen(addr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sink: listen on %s: %v\n", addr, err)
-		return lab.ExitSetupFailed
-	}
-	s := sink.New(size, *seed, *keyspace, probe.Size)
-	s.Delay, s.Link = *delay, *link
-	fmt.Fprintf(os.Stderr, "linerate sink: serving %s values on %s (Ctrl-C stops)\n", size, l.Addr())
-	if err := s.Serve(ctx, l); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate sink: %v\n", err)
-		return 1
-	}
-	return 0
 }

@@ -6,18 +6,22 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/linerate/linerate/sweeps/session"
 )
 
-func init() {
-	register(command{name: "sweep", summary: "plan and run a campaign of cells (versions x workloads), resumable", run: runSweep})
-	register(command{name: "soak", summary: "rerun one cell of a run for a long window and report drift", run: runSoak})
+func newSweep() *cobra.Command {
+	return completeFlags(completeArgs(command(helpText("sweep"), "plan and run a campaign of cells (versions x workloads), resumable", bindSweep), positional(words("plan", "run"), campaignFile)), map[string]cobra.CompletionFunc{
+		"out":         runDir,
+		"profiles":    runDir,
+		"aws-profile": awsProfiles,
+	})
 }
 
-func runSweep(ctx context.Context, args []string) int {
-	c := newCLI("sweep", helpText("sweep"))
+func bindSweep(c *cli) func(context.Context) int {
 	asJSON := c.Bool("json", false, "plan: print the plan as JSON")
 	out := c.String("out", "", "run: run directory (default runs/<campaign name>)")
 	ro := session.RunOptions{Progress: sweeps.NewProgress(os.Stderr, sweeps.IsTerminal(os.Stderr))}
@@ -27,95 +31,106 @@ func runSweep(ctx context.Context, args []string) int {
 	c.Float64Var(&ro.LinkGbps, "link-gbps", 0, fmt.Sprintf("run: link capacity for the limit label, 0-%d (0: unknown, as on loopback)", session.MaxLinkGbps))
 	r := bindRemoteFlags(c, "run: where a campaign's tuning profile NAME is found as NAME.yaml (a path in the campaign is used as is)", "run: ")
 	want := "use linerate sweep plan FILE or linerate sweep run FILE"
-	if code, done := c.parse(args, 2, 2, want); done {
-		return code
-	} else if c.Arg(0) != "plan" && c.Arg(0) != "run" {
-		return c.usage(want)
-	}
-	if err := ro.Check(); err != nil {
-		return c.bad("%v", err)
-	}
-	c.who = "sweep " + c.Arg(0)
-	if c.Arg(0) == "run" {
-		if code := r.startMetrics(c); code != 0 {
+	return func(ctx context.Context) int {
+		if code, done := c.want(2, 2, want); done {
+			return code
+		} else if c.Arg(0) != "plan" && c.Arg(0) != "run" {
+			return c.usage(want)
+		}
+		if err := ro.Check(); err != nil {
+			return c.bad("%v", err)
+		}
+		c.who = "sweep " + c.Arg(0)
+		if c.Arg(0) == "run" {
+			if code := r.startMetrics(c); code != 0 {
+				return code
+			}
+			defer r.closeMetrics(ctx, c)
+		}
+		camp, err := session.Default().Load(c.Arg(1))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		// run needs every version resolved (it must start them); plan shows
+		// selectors for versions not installed yet.
+		var warn func(error)
+		if c.Arg(0) == "plan" {
+			warn = func(err error) { c.say("%v", err) }
+		}
+		p, err := session.PlanOrSelectors(ctx, camp, warn)
+		switch {
+		case err != nil:
+			c.who = "sweep"
+			return c.bad("%v", err)
+		case c.Arg(0) == "plan" && *asJSON:
+			return c.json(p)
+		case c.Arg(0) == "plan":
+			if err := sweeps.WritePlan(os.Stdout, p); err != nil {
+				return c.end(err)
+			}
+			return r.preflightWithCredentials(ctx, c, camp)
+		}
+		dir := session.RunDir(*out, camp.Name)
+		s, code := r.open(ctx, c, camp, dir, session.PlanWork(p, ro.Only))
+		if s == nil {
 			return code
 		}
-		defer r.closeMetrics(ctx, c)
-	}
-	camp, err := session.Default().Load(c.Arg(1))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	// run needs every version resolved (it must start them); plan shows
-	// selectors for versions not installed yet.
-	var warn func(error)
-	if c.Arg(0) == "plan" {
-		warn = func(err error) { c.say("%v", err) }
-	}
-	p, err := session.PlanOrSelectors(ctx, camp, warn)
-	switch {
-	case err != nil:
-		c.who = "sweep"
-		return c.bad("%v", err)
-	case c.Arg(0) == "plan" && *asJSON:
-		return c.json(p)
-	case c.Arg(0) == "plan":
-		if err := sweeps.WritePlan(os.Stdout, p); err != nil {
+		defer r.close(ctx, c, s)
+		ro.Progress = r.metrics.Progress(ro.Progress)
+		sum, err := s.Run(ctx, ro)
+		if err != nil {
 			return c.end(err)
 		}
-		return r.preflightWithCredentials(ctx, c, camp)
+		fmt.Printf("results: %s\n", dir)
+		return sum.ExitCode()
 	}
-	dir := session.RunDir(*out, camp.Name)
-	s, code := r.open(ctx, c, camp, dir, session.PlanWork(p, ro.Only))
-	if s == nil {
-		return code
-	}
-	defer r.close(ctx, c, s)
-	ro.Progress = r.metrics.Progress(ro.Progress)
-	sum, err := s.Run(ctx, ro)
-	if err != nil {
-		return c.end(err)
-	}
-	fmt.Printf("results: %s\n", dir)
-	return sum.ExitCode()
 }
 
-func runSoak(ctx context.Context, args []string) int {
-	c := newCLI("soak", helpText("soak"))
+func newSoak() *cobra.Command {
+	return completeFlags(completeArgs(command(helpText("soak"), "rerun one cell of a run for a long window and report drift", bindSoak), positional(runDir)), map[string]cobra.CompletionFunc{
+		"cell":        cellIDs,
+		"profiles":    runDir,
+		"aws-profile": awsProfiles,
+	})
+}
+
+func bindSoak(c *cli) func(context.Context) int {
 	var so session.SoakOptions
 	c.StringVar(&so.Cell, "cell", "", "cell ID as in the run (linerate compare or ls RUNDIR/cells shows them)")
 	c.DurationVar(&so.Duration, "duration", 15*time.Minute, "measured window of the rerun")
 	r := bindRemoteFlags(c, "where the campaign's tuning profile NAME is found as NAME.yaml", "")
 	want := "give one run directory and --cell ID"
-	if code, done := c.parse(args, 1, 1, want); done {
-		return code
-	} else if so.Cell == "" {
-		return c.usage(want)
+	return func(ctx context.Context) int {
+		if code, done := c.want(1, 1, want); done {
+			return code
+		} else if so.Cell == "" {
+			return c.usage(want)
+		}
+		camp, err := session.Default().LoadSoak(c.Arg(0), so)
+		if err != nil {
+			return c.bad("%v", err)
+		}
+		if code := r.startMetrics(c); code != 0 {
+			return code
+		}
+		defer r.closeMetrics(ctx, c)
+		r.metrics.SetCell(so.Cell)
+		s, code := r.open(ctx, c, camp, c.Arg(0), session.Work{What: "the soak", Need: so.Duration})
+		if s == nil {
+			return code
+		}
+		defer r.close(ctx, c, s)
+		rec, err := s.Soak(ctx, so)
+		if err != nil {
+			return c.end(err)
+		}
+		fmt.Print(sweeps.SoakText(rec))
+		if rec.Status != sweeps.StatusDone {
+			return 1
+		}
+		return 0
 	}
-	camp, err := session.Default().LoadSoak(c.Arg(0), so)
-	if err != nil {
-		return c.bad("%v", err)
-	}
-	if code := r.startMetrics(c); code != 0 {
-		return code
-	}
-	defer r.closeMetrics(ctx, c)
-	r.metrics.SetCell(so.Cell)
-	s, code := r.open(ctx, c, camp, c.Arg(0), session.Work{What: "the soak", Need: so.Duration})
-	if s == nil {
-		return code
-	}
-	defer r.close(ctx, c, s)
-	rec, err := s.Soak(ctx, so)
-	if err != nil {
-		return c.end(err)
-	}
-	fmt.Print(sweeps.SoakText(rec))
-	if rec.Status != sweeps.StatusDone {
-		return 1
-	}
-	return 0
 }
 
 // remoteFlags are how sweep run and soak tune, serve metrics and reach

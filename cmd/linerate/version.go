@@ -4,26 +4,26 @@ import (
 	"context"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/linerate/linerate/sweeps"
 )
 
-func init() {
-	register(command{name: "version", summary: "print linerate's version, the commit it was built from and its Go version", run: runVersion})
+func newVersion() *cobra.Command {
+	return completeArgs(command(helpText("version"), "print linerate's version, the commit it was built from and its Go version", bindVersion), cobra.NoFileCompletions)
 }
 
-func runVersion(ctx context.Context, args []string) int {
-	c := newCLI("version", helpText("version"))
+func bindVersion(c *cli) func(context.Context) int {
 	asJSON := c.Bool("json", false, "print JSON, as run directories store it (env.json's linerate block)")
-	if code, done := c.parse(args, 0, -1, ""); done {
-		return code
+	return func(ctx context.Context) int {
+		if c.NArg() > 0 {
+			return c.usage("unexpected argument %q", c.Arg(0))
+		}
+		b := sweeps.ThisBuild()
+		if *asJSON {
+			return c.json(b)
+		}
+		b.WriteText(os.Stdout)
+		return 0
 	}
-	if c.NArg() > 0 {
-		return c.usage("unexpected argument %q", c.Arg(0))
-	}
-	b := sweeps.ThisBuild()
-	if *asJSON {
-		return c.json(b)
-	}
-	b.WriteText(os.Stdout)
-	return 0
 }

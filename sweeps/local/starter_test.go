@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -129,7 +130,7 @@ func TestRealCampaign(t *testing.T) {
 func checkHDRFiles(t *testing.T, dir string, rec *sweeps.CellRecord) {
 	t.Helper()
 	for op := range rec.Result.Ops {
-		for _, ext := range []string{lab.HgrmExt, lab.HlogExt} {
+		for _, ext := range []string{hdrfile.HgrmExt, hdrfile.HlogExt} {
 			name := strings.TrimSuffix(sweeps.CellFileName(rec.CellID), ".json") + "." + string(op) + ext
 			if fi, err := os.Stat(filepath.Join(dir, sweeps.HgrmDir, name)); err != nil || fi.Size() == 0 {
 				t.Errorf("%s: %v", name, err)

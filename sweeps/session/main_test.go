@@ -17,7 +17,7 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/infra/sshhost"
 	"github.com/linerate/linerate/infra/sshhost/sshtest"
-	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -93,7 +93,7 @@ func runAll(t *testing.T, s *Session) *sweeps.Run {
 func checkHDRFiles(t *testing.T, dir string, rec *sweeps.CellRecord) {
 	t.Helper()
 	for op := range rec.Result.Ops {
-		for _, ext := range []string{lab.HgrmExt, lab.HlogExt} {
+		for _, ext := range []string{hdrfile.HgrmExt, hdrfile.HlogExt} {
 			name := strings.TrimSuffix(sweeps.CellFileName(rec.CellID), ".json") + "." + string(op) + ext
 			if fi, err := os.Stat(filepath.Join(dir, sweeps.HgrmDir, name)); err != nil || fi.Size() == 0 {
 				t.Errorf("%s: %v", name, err)

@@ -56,6 +56,7 @@ func BindFlags(fs *pflag.FlagSet, w *Workload) {
 	// something is paced (a closed-loop record has no queue limit); the
 	// help shows the default a paced run gets.
 	fs.Lookup("queue-limit").DefValue = Duration(DefaultQueueLimit).String()
+	fs.Var(&w.Send, "send", "how a SET's value body is sent: auto (splice where the kernel has it, copy under --tls), copy (writev), splice (page references through a pipe), zerocopy (MSG_ZEROCOPY; on loopback and veth the kernel still copies)")
 	fs.Var(&w.Command, "command", "the command: "+CommandForms+"; mget and mset are closed loop with one value size, raw engine")
 	fs.IntVar(&w.KeysPerOp, "keys-per-op", 0, fmt.Sprintf("keys per mget or mset request, distinct, 1-%d (default %d); payload bytes are the sum of the values", MaxKeysPerOp, DefaultKeysPerOp))
 	fs.BoolVar(&w.Cluster, "cluster", false, "-h/-p is one node of a cluster: read its slot map (CLUSTER SLOTS), spread connections and keys evenly over the primaries, follow MOVED and ASK (counted in the record)")
@@ -171,6 +172,9 @@ func (w Workload) Args() []string {
 		a = append(a, "--cluster")
 	}
 	a = append(a, w.TLS.args()...)
+	if w.Send != SendAuto {
+		a = append(a, "--send", string(w.Send))
+	}
 	// A campaign's keyspace was asked for by name, not typed as -n out of
 	// habit: the bench it starts must not refuse it (CheckKeyspaceHabit).
 	if CheckKeyspaceHabit(w, false) != nil {

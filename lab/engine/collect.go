@@ -42,6 +42,11 @@ func (e *engine) collect(res *lab.Result) {
 	}
 	if e.loop != nil {
 		res.Engine.Discard = "client"
+	} else if w.Ratio.Sets > 0 || w.Prefill || w.Command == lab.CommandMSet {
+		res.Engine.Send = string(e.send)
+		if w.Command == lab.CommandMSet {
+			res.Engine.Send = string(lab.SendCopy) // an MSET's pieces are all written (multikey.go)
+		}
 	}
 
 	var totalOps, totalPayload uint64

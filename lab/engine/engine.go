@@ -21,6 +21,7 @@ type engine struct {
 	stop    atomic.Bool
 	sched   *schedule
 	loop    func(*worker) // nil: the raw engine's epoll loop
+	send    lab.Send      // the raw engine's SET bodies (send.go)
 	// pacers makes each issuing unit's pacer for the run (warmup, window,
 	// drain): a main-load connection of the raw engine, a valkey-go
 	// worker; nil: closed loop. probePacers is the probe connections'.

@@ -31,7 +31,7 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), route: rt, send: send}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), route: rt, kind: rawKind{send: send}}
 	if _, one := w.ValueSz.Single(); !one {
 		e.mix = &e.w.ValueSz
 	}

@@ -99,6 +99,10 @@ type EngineInfo struct {
 	// crypto/tls, then copied into a reused buffer: MSG_TRUNC cannot apply
 	// under TLS) or client (valkey-go).
 	Discard string `json:"discard,omitempty"` // absent when nothing was measured
+	// Send is how SET value bodies went out: copy, splice or zerocopy
+	// (lab.Send, as the engine chose it for --send auto); absent for
+	// valkey-go and when nothing was measured.
+	Send string `json:"send,omitempty"`
 }
 
 // BuildInfo identifies the binary that measured.

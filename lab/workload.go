@@ -63,6 +63,10 @@ type Workload struct {
 	// TLS on the data and control connections; zero is plain TCP and
 	// is left out of the JSON, so plaintext records read as before.
 	TLS TLS `json:"tls,omitzero"`
+
+	// Send: how a SET's value body is sent (--send); zero is auto, left
+	// out of the JSON so records of earlier runs read the same.
+	Send Send `json:"send,omitempty"`
 }
 
 // DefaultQueueLimit is --queue-limit's default: a second of queue is far

@@ -47,6 +47,8 @@ type rconn struct {
 	iovHi    int
 	sending  bool
 	sendLeft int
+	ref      int      // the piece sent by reference (send.go); -1: none
+	bs       bodySend // the means for it
 
 	// in flight, oldest first
 	q     []req
@@ -88,12 +90,18 @@ func (c *rconn) fail(err error) {
 	if errors.Is(err, resp.ErrMalformed) || errors.Is(err, resp.ErrUnexpectedType) || errors.Is(err, resp.ErrLineTooLong) {
 		kind = eProtocol
 	}
+	if c.fd >= 0 {
+		c.bs.dropOnClose(c.fd)
+	}
 	c.failAll(kind, c.wk.now())
 	c.reconnect()
 }
 
 func (c *rconn) close() {
 	if c.fd >= 0 {
+		if c.sending || c.qLen > 0 {
+			c.bs.dropOnClose(c.fd)
+		}
 		_ = unix.EpollCtl(c.wk.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 		unix.Close(c.fd)
 		c.fd, c.tls = -1, nil
@@ -111,6 +119,9 @@ func (c *rconn) reconnect() {
 		return
 	}
 	fd, s, err := dialConn(c.addr, 2*time.Second, c.wk.tlsCfg, c.wk.auth)
+	if err == nil {
+		err = c.bs.reset()
+	}
 	if err == nil {
 		c.tls = s
 		if err = c.wk.register(c, fd); err != nil {
@@ -133,6 +144,9 @@ func (w *worker) register(c *rconn, fd int) error {
 	// socket the kernel would copy into the small discard buffer.
 	if proto, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || proto != unix.IPPROTO_TCP {
 		w.noTrunc = true
+	}
+	if err := c.bs.onSocket(fd); err != nil {
+		return err
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Pad: int32(c.indexInWorker())}
 	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {

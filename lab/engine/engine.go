@@ -20,7 +20,7 @@ type engine struct {
 	workers []*worker
 	stop    atomic.Bool
 	sched   *schedule
-	loop    func(*worker) // nil: the raw engine's epoll loop
+	kind    kind // raw or valkey-go (kind.go)
 	// pacers makes each issuing unit's pacer for the run (warmup, window,
 	// drain): a main-load connection of the raw engine, a valkey-go
 	// worker; nil: closed loop. probePacers is the probe connections'.
@@ -90,10 +90,6 @@ func (e *engine) firstErr() error {
 func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elapsed time.Duration)) {
 	e.sched = sched
 	var wg sync.WaitGroup
-	loop := e.loop
-	if loop == nil {
-		loop = (*worker).run
-	}
 	for _, wk := range e.workers {
 		wk.sched = sched
 		wk.paced = false
@@ -108,7 +104,7 @@ func (e *engine) runWorkers(ctx context.Context, sched *schedule, tick func(elap
 			wk.vk.reset(e.pacerOf(wk.id, false, sched.prefillMode), e.w.QueueLimit.D(), false)
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); loop(wk) }()
+		go func() { defer wg.Done(); e.kind.run(wk) }()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab"
@@ -69,12 +67,13 @@ func (c *rconn) issue(t int64) {
 	} else if op == opGet {
 		c.cmd = appendGetIn(c.cmd[:0], key, w.KeySize, slot)
 		rawsock.SetIov(&c.iov[0], c.cmd)
-		c.iovLo, c.iovHi = 0, 1
+		c.iovLo, c.iovHi, c.ref = 0, 1, -1
 		r.wireOut = uint64(len(c.cmd))
 	} else {
 		l := c.pattern.Prefix(size)
 		c.gen++
 		gen := uint64(c.index)<<40 | c.gen
+		c.ref = -1
 		c.cmd = appendSetHeaderIn(c.cmd[:0], key, w.KeySize, slot, size)
 		rawsock.SetIov(&c.iov[0], c.cmd)
 		if size >= lab.MinVerifiableSize {
@@ -82,9 +81,13 @@ func (c *rconn) issue(t int64) {
 			l.PutTrailer(c.tail[:lab.ValueTrailerLen], key, gen)
 			c.tail[lab.ValueTrailerLen], c.tail[lab.ValueTrailerLen+1] = '\r', '\n'
 			rawsock.SetIov(&c.iov[1], c.valHdr[:])
-			rawsock.SetIov(&c.iov[2], l.Body[lab.ValueHeaderLen:size-lab.ValueTrailerLen])
+			body := l.Body[lab.ValueHeaderLen : size-lab.ValueTrailerLen]
+			rawsock.SetIov(&c.iov[2], body)
 			rawsock.SetIov(&c.iov[3], c.tail[:])
 			c.iovHi = 4
+			if c.bs.byRef(body) {
+				c.ref = 2
+			}
 		} else {
 			rawsock.SetIov(&c.iov[1], l.Body[:size])
 			c.tail[0], c.tail[1] = '\r', '\n'
@@ -103,7 +106,7 @@ func (c *rconn) issue(t int64) {
 // flush writes as much of the current request as the socket takes.
 func (c *rconn) flush(t int64) error {
 	for c.sending {
-		n, err := c.writev(c.iov[c.iovLo:min(c.iovHi, c.iovLo+maxIov)])
+		n, err := c.sendStep()
 		if err != nil {
 			if rawsock.IsAgain(err) {
 				return nil
@@ -121,16 +124,6 @@ func (c *rconn) flush(t int64) error {
 		if c.sendLeft == 0 {
 			c.sending = false
 			return nil
-		}
-		for n > 0 {
-			l := int(c.iov[c.iovLo].Len)
-			if n < l {
-				c.iov[c.iovLo].Base = (*byte)(unsafe.Add(unsafe.Pointer(c.iov[c.iovLo].Base), n))
-				c.iov[c.iovLo].SetLen(l - n)
-				break
-			}
-			n -= l
-			c.iovLo++
 		}
 	}
 	return nil

@@ -89,7 +89,7 @@ func (c *rconn) issueMulti(r *req, slot int) {
 	if r.op == opGet {
 		c.cmd = appendMGet(c.cmd[:0], keys, ks)
 		rawsock.SetIov(&c.iov[0], c.cmd)
-		c.iovLo, c.iovHi = 0, 1
+		c.iovLo, c.iovHi, c.ref = 0, 1, -1
 		r.wireOut = uint64(len(c.cmd))
 		return
 	}
@@ -130,7 +130,7 @@ func (c *rconn) issueMulti(r *req, slot int) {
 		rawsock.SetIov(&c.iov[iov+2], tail[:2])
 		iov += 3
 	}
-	c.iovLo, c.iovHi = 0, iov
+	c.iovLo, c.iovHi, c.ref = 0, iov, -1
 	r.wireOut = uint64(len(m.text)) + uint64(r.size) + 2*uint64(len(keys))
 }
 

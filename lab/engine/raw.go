@@ -27,7 +27,11 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), route: rt}
+	send, err := chooseSend(w.Send, tlsCfg != nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), route: rt, kind: rawKind{send: send}}
 	if _, one := w.ValueSz.Single(); !one {
 		e.mix = &e.w.ValueSz
 	}
@@ -54,7 +58,7 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 		wk.auth, wk.epfd = auth, epfd
 		// Under TLS every byte is decrypted in user space: no MSG_TRUNC.
 		wk.noTrunc = os.Getenv("LINERATE_NO_MSG_TRUNC") == "1" || tlsCfg != nil
-		wk.tlsCfg = tlsCfg
+		wk.tlsCfg, wk.send = tlsCfg, send
 		wk.scratch = make([]byte, scratchSize)
 		for j := range wk.scratch { // fault the pages in now
 			wk.scratch[j] = 0xff
@@ -99,7 +103,7 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 // depth requests in flight at most.
 func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn {
 	c := &rconn{
-		fd: -1, index: index, unit: unit, wk: wk, ch: ch, addr: e.w.Addr(),
+		fd: -1, index: index, unit: unit, wk: wk, ch: ch, addr: e.w.Addr(), ref: -1,
 		cmd:  make([]byte, 0, 64+2*e.w.KeySize),
 		q:    make([]req, depth),
 		rbuf: make([]byte, recvBufSize),
@@ -116,6 +120,10 @@ func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn 
 // dial connects c and registers it with its worker; on failure it shuts
 // the engine down.
 func (e *engine) dial(c *rconn) error {
+	if err := c.bs.open(c.wk.send); err != nil {
+		e.shutdown()
+		return err
+	}
 	fd, s, err := dialConn(c.addr, 5*time.Second, c.wk.tlsCfg, c.wk.auth)
 	if err != nil {
 		e.shutdown()

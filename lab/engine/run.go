@@ -76,18 +76,8 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 	if res.Server, err = ctl.ServerInfo(ctx); err != nil {
 		return fail(lab.StopSetupFailed, err)
 	}
-	if lim, ok := res.Server.Config["proto-max-bulk-len"]; ok {
-		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(max(w.ValueSz.Max(), w.Probe.Size)) > n {
-			return fail(lab.StopSetupFailed, &lab.FieldError{Field: "-s/--value-size",
-				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(max(w.ValueSz.Max(), w.Probe.Size)), n)})
-		}
-	}
-	if w.Prefill {
-		// Refused before a connection is opened for load: a prefill that
-		// cannot fit ends in evictions, OOM errors or a killed server.
-		if err := lab.CheckPrefillFits(w, res.Server, lab.HostMemAvailable); err != nil {
-			return fail(lab.StopSetupFailed, err)
-		}
+	if err := serverTakes(w, res.Server); err != nil {
+		return fail(lab.StopSetupFailed, err)
 	}
 	var rt *route
 	if w.Cluster {
@@ -116,26 +106,51 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 		if err := e.prefill(ctx, opt.Progress); err != nil {
 			return fail(stopReasonFor(ctx, lab.StopSetupFailed), err)
 		}
-		n, err := ctl.DBSize(ctx)
-		if rt != nil {
-			n, err = rt.dbSize(ctx, w)
-		}
-		if err != nil {
+		if err := checkPrefilled(ctx, w, ctl, rt, res.Server); err != nil {
 			return fail(lab.StopSetupFailed, err)
-		}
-		res.Server.DBSizeAfterPrefill = &n
-		keys := int64(w.Keyspace)
-		if !w.Probe.IsZero() {
-			keys += lab.ProbeKeys
-		}
-		if n < keys {
-			return fail(lab.StopSetupFailed, fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", keys, n))
 		}
 	}
 	e.measure(ctx, opt.Progress, opt.OnPhase)
 	e.collect(res)
 	res.Ended = time.Now().UTC()
 	return res, finishStop(ctx, res, e)
+}
+
+// serverTakes refuses, before a connection opens for load, values above
+// the server's proto-max-bulk-len and a prefill that cannot fit (it would
+// end in evictions, OOM errors or a killed server).
+func serverTakes(w lab.Workload, srv *lab.ServerInfo) error {
+	if lim, ok := srv.Config["proto-max-bulk-len"]; ok {
+		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(max(w.ValueSz.Max(), w.Probe.Size)) > n {
+			return &lab.FieldError{Field: "-s/--value-size",
+				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(max(w.ValueSz.Max(), w.Probe.Size)), n)}
+		}
+	}
+	if w.Prefill {
+		return lab.CheckPrefillFits(w, srv, lab.HostMemAvailable)
+	}
+	return nil
+}
+
+// checkPrefilled reads DBSIZE (of every node, in a cluster) into srv and
+// fails when the prefill's keys are not all there.
+func checkPrefilled(ctx context.Context, w lab.Workload, ctl *control.Conn, rt *route, srv *lab.ServerInfo) error {
+	n, err := ctl.DBSize(ctx)
+	if rt != nil {
+		n, err = rt.dbSize(ctx, w)
+	}
+	if err != nil {
+		return err
+	}
+	srv.DBSizeAfterPrefill = &n
+	keys := int64(w.Keyspace)
+	if !w.Probe.IsZero() {
+		keys += lab.ProbeKeys
+	}
+	if n < keys {
+		return fmt.Errorf("prefill wrote %d keys but DBSIZE is %d", keys, n)
+	}
+	return nil
 }
 
 func newResult(w lab.Workload, opt Options) *lab.Result {

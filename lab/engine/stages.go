@@ -68,21 +68,57 @@ func measureSchedule(w lab.Workload, base time.Time) *schedule {
 // measure runs warmup, the window and the drain. onPhase, when set, is
 // called as each phase begins (warmup, measure, drain), off the workers'
 // threads, so callers can cut host metrics to the measured window.
-func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(lab.Phase)) {
-	w := e.w
-	s := measureSchedule(w, time.Now())
-	base, warm, end, secs := s.base, s.warmupEnd, s.measureEnd, s.seconds
+// prepareWindow gives every worker its per-second series for s, faulted
+// in now, not mid-window.
+func (e *engine) prepareWindow(s *schedule) {
 	for _, wk := range e.workers {
 		wk.prepareOpen(&e.w, s, wk.probe)
 		for op := range wk.measure {
-			wk.measure[op].series = make([]secStat, secs)
-			lat := make([]uint32, secs*lab.LatBuckets)
-			for i := range lat { // fault the pages in now, not mid-window
+			wk.measure[op].series = make([]secStat, s.seconds)
+			lat := make([]uint32, s.seconds*lab.LatBuckets)
+			for i := range lat {
 				lat[i] = 0
 			}
 			wk.measure[op].secLat = lat
 		}
 	}
+}
+
+// measureTicker is the measured stage's tick, once a second: a progress
+// line and the live totals. The counters still hold the prefill's bytes:
+// each line is the difference since the last one, over the time since.
+func (e *engine) measureTicker(progress io.Writer, warm, end time.Duration) func(time.Duration) {
+	lastOps, lastBytes := e.progressTotals()
+	lastAt := time.Duration(0)
+	return func(el time.Duration) {
+		n, byt := e.progressTotals()
+		if progress != nil {
+			// The line is about the interval that just ended.
+			phase := "measure"
+			if lastAt < warm {
+				phase = "warmup "
+			} else if lastAt >= end {
+				phase = "drain  "
+			}
+			gbps, ops := progressRates(byt-lastBytes, n-lastOps, el-lastAt)
+			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %9.1f ops/s\n", phase, el.Seconds(), end.Seconds(), gbps, ops)
+		}
+		lastOps, lastBytes, lastAt = n, byt, el
+		switch {
+		case el < warm:
+			e.tickLive(lab.PhaseWarmup, false)
+		case el < end:
+			e.tickLive(lab.PhaseMeasure, false)
+		default:
+			e.tickLive(lab.PhaseDrain, false)
+		}
+	}
+}
+
+func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(lab.Phase)) {
+	s := measureSchedule(e.w, time.Now())
+	base, warm, end := s.base, s.warmupEnd, s.measureEnd
+	e.prepareWindow(s)
 	// The window's edges are the schedule's, cut short by a stop; the
 	// process's CPU is sampled at them by timers off the workers' threads,
 	// which also deliver the phase marks. Everything the timers write is
@@ -107,34 +143,7 @@ func (e *engine) measure(ctx context.Context, progress io.Writer, onPhase func(l
 	}
 	t1 := time.AfterFunc(time.Duration(warm), func() { edge(0, &e.procStart, lab.PhaseMeasure) })
 	t2 := time.AfterFunc(time.Duration(end), func() { edge(1, &e.procEnd, lab.PhaseDrain) })
-	// The counters still hold the prefill's bytes: each line is the
-	// difference since the last one, over the time since the last one.
-	lastOps, lastBytes := e.progressTotals()
-	lastAt := time.Duration(0)
-	e.runWorkers(ctx, s, func(el time.Duration) {
-		n, byt := e.progressTotals()
-		if progress != nil {
-			// The line is about the interval that just ended.
-			phase := "measure"
-			if lastAt < time.Duration(warm) {
-				phase = "warmup "
-			} else if lastAt >= time.Duration(end) {
-				phase = "drain  "
-			}
-			gbps, ops := progressRates(byt-lastBytes, n-lastOps, el-lastAt)
-			fmt.Fprintf(progress, "%s %3.0fs/%.0fs  %8.2f Gbps  %9.1f ops/s\n", phase, el.Seconds(),
-				time.Duration(end).Seconds(), gbps, ops)
-		}
-		lastOps, lastBytes, lastAt = n, byt, el
-		switch {
-		case el < time.Duration(warm):
-			e.tickLive(lab.PhaseWarmup, false)
-		case el < time.Duration(end):
-			e.tickLive(lab.PhaseMeasure, false)
-		default:
-			e.tickLive(lab.PhaseDrain, false)
-		}
-	})
+	e.runWorkers(ctx, s, e.measureTicker(progress, time.Duration(warm), time.Duration(end)))
 	e.tickLive(lab.PhaseDrain, true)
 	t1.Stop()
 	t2.Stop()

@@ -10,14 +10,16 @@ import (
 	"github.com/linerate/linerate/lab/tlsgen"
 )
 
-// Over TLS the raw engine allocates no buffer per request: GET payloads
-// are decrypted into the worker's reused scratch buffer, SETs are sealed
-// through the connection's reused ciphertext buffer. What is left is
-// crypto/tls's own: each time it reads the socket (readFromUntil) it
-// allocates a 56-byte reader, once per record or per read that finds the
-// socket empty. So the bound is on bytes: a buffer of the value's size per
-// request would be 100 % of the payload; what crypto/tls takes is well
-// under 1 % of it plus a few hundred bytes per request.
+// Over TLS the raw engine allocates nothing per request: a TLS 1.3
+// session with AES-GCM reads and writes its records itself after the
+// handshake (tlsrecord.go), each record opened in place in the
+// connection's read buffer and sealed in place in its write buffer, and
+// GET payloads are copied into the worker's reused scratch buffer. Through
+// crypto/tls's Read every socket read allocated a small reader, about one
+// per 16 KiB record, and the fresh heap pages behind them faulted in (up
+// to 3 minor faults per 8 MiB GET). What is left is the stage's own
+// setup, a few dozen whatever its length (64 allowed), and less than one
+// per hundred requests besides.
 func TestTLSAllocatesNothingPerRequest(t *testing.T) {
 	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	if err != nil {
@@ -42,8 +44,8 @@ func TestTLSAllocatesNothingPerRequest(t *testing.T) {
 			TLS: lab.TLS{On: true, CACert: f.CA}}
 		w.Duration = lab.Duration(500 * time.Millisecond)
 		allocs, bytes, requests := allocsOfEnough(t, w, 500)
-		if limit := requests * (256 + uint64(tc.size)/100); bytes > limit {
-			t.Errorf("%s: %d bytes allocated for %d requests (more than %d)", tc.name, bytes, requests, limit)
+		if allocs > 64+requests/100 {
+			t.Errorf("%s: %d allocations (%d bytes) for %d requests: more than the setup's and one per hundred", tc.name, allocs, bytes, requests)
 		}
 		t.Logf("%s: %d allocations, %d bytes, for %d requests", tc.name, allocs, bytes, requests)
 	}

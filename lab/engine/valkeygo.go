@@ -21,11 +21,10 @@ import (
 // connection onto its socket.
 
 func newValkeyGoEngine(w lab.Workload) (*engine, error) {
-	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed)}
+	e := &engine{w: w, layout: lab.NewValueLayout(int64(w.ValueSz.Max()), w.Seed), kind: valkeyGoKind{}}
 	if _, one := w.ValueSz.Single(); !one {
 		e.mix = &e.w.ValueSz
 	}
-	e.loop = (*worker).runValkeyGo
 	tlsCfg, err := w.TLS.Config(w.Host)
 	if err != nil {
 		return nil, err

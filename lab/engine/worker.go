@@ -78,6 +78,7 @@ type worker struct {
 	conns   []*rconn
 	scratch []byte
 	noTrunc bool
+	send    lab.Send // SET bodies: copy, splice or zerocopy (send.go)
 
 	measure   [2]opStats
 	phases    [4]phaseStats
@@ -194,6 +195,7 @@ func (w *worker) run() {
 func (w *worker) shutdown() {
 	for _, c := range w.conns {
 		c.close()
+		c.bs.close()
 	}
 	w.closeSide()
 	if w.epfd >= 0 {

@@ -154,7 +154,7 @@ var Registry = []Field{
 		Others: "vb `--cluster`; mt `--cluster-mode`"},
 	{Go: "TLS.On", Flag: "tls", Example: "true", NoKey: "the server block's tls: true", NoColumn: "the version's server block says it",
 		Help:    "speak TLS on every connection (data and control); GET payloads are then read through a reused buffer, never dropped with MSG_TRUNC",
-		Meaning: "TLS on every connection (data and control), Go's crypto/tls in the raw engine's epoll workers; GET payloads are decrypted into a reused buffer (no MSG_TRUNC: `engine.discard` is `tls`); wire bytes are plaintext, payload plus protocol", Shown: "off", Others: "vb `--tls`; mt `--tls`"},
+		Meaning: "TLS on every connection (data and control): Go's crypto/tls runs the handshake, then a TLS 1.3 AES-GCM session's records are opened and sealed in place by the raw engine's epoll workers (no allocation per request; TLS 1.2 and ChaCha20 stay on crypto/tls); GET payloads are decrypted into a reused buffer (no MSG_TRUNC: `engine.discard` is `tls`); wire bytes are plaintext, payload plus protocol", Shown: "off", Others: "vb `--tls`; mt `--tls`"},
 	{Go: "TLS.CACert", Flag: "cacert", Example: "/ca.pem", NoKey: "made per start by the session", NoColumn: "a path on the client host",
 		Help:    "with --tls: PEM `file` of the CA that signed the server's certificate (default: the system's roots)",
 		Meaning: "PEM CA that signed the server's certificate; a server another CA signed is a setup error (exit 3) naming the certificate problem", Shown: "the system's roots", Others: "vb `--cacert`; mt `--cacert`"},
@@ -170,6 +170,10 @@ var Registry = []Field{
 	{Go: "TLS.Insecure", Flag: "tls-insecure", Example: "true", NoKey: "never in a campaign: the session trusts its own CA", NoColumn: "never in a campaign",
 		Help:    "with --tls: do not verify the server's certificate (never the default; not with --cacert)",
 		Meaning: "do not verify the server's certificate: only when named, never with `--cacert`", Shown: "off", Others: "vb `--insecure`; mt `--tls-skip-verify`"},
+	{Go: "Send", Flag: "send", Example: "splice", Key: "send", Column: "send",
+		Help:    "how a SET's value body is sent: auto (splice where the kernel has it, copy under --tls), copy (writev), splice (page references through a pipe), zerocopy (MSG_ZEROCOPY; on loopback and veth the kernel still copies)",
+		Meaning: "how a SET's value body of 32 KiB or more is sent: `copy` (writev), `splice` (page references through a pipe, no copy on the client), `zerocopy` (MSG_ZEROCOPY; loopback and veth still copy), `auto` (splice where a pipe opens, copy under `--tls`); what ran is recorded as `engine.send`", Shown: "auto",
+		Others: "none in either (both copy)"},
 	KeyspaceLarge,
 }
 

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -137,15 +138,30 @@ func getValue(t *testing.T, r *bufio.Reader, c net.Conn, key string) []byte {
 
 // A sink for a mix serves every key at the size the mix gives it (the
 // probe's keys at the probe's size), and each value verifies as the bench
-// checks it.
+// checks it: copied, or its body spliced by reference; with one
+// connection (replies sent 128 KiB a call) and beside a second (whole).
 func TestSinkServesEachKeyAtItsSize(t *testing.T) {
+	for _, tc := range []struct {
+		send  lab.Send
+		conns int
+	}{{lab.SendAuto, 1}, {lab.SendSplice, 1}, {lab.SendAuto, 2}, {lab.SendSplice, 2}} {
+		t.Run(fmt.Sprintf("%s/%d", tc.send, tc.conns), func(t *testing.T) { checkEveryKey(t, tc.send, tc.conns) })
+	}
+}
+
+func checkEveryKey(t *testing.T, send lab.Send, conns int) {
 	mix, err := lab.ParseSizeMix("4KiB:1,64KiB:1,1MiB:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const seed, keys = 5, 12
 	s := sink.New(mix, seed, keys, 100)
-	c := dial(t, serve(t, s))
+	s.Send = send
+	addr := serve(t, s)
+	for i := 1; i < conns; i++ {
+		dial(t, addr) // open beside: the replies go whole
+	}
+	c := dial(t, addr)
 	r := bufio.NewReader(c)
 	pattern := lab.NewValueLayout(int64(mix.Max()), seed)
 	seen := map[lab.Size]bool{}

@@ -25,27 +25,13 @@ func here(ctx context.Context, argv ...string) *exec.Cmd {
 // left out (-O 1) as a warmup is, and reverse (-R) when the bytes flow
 // from server to client as GETs' do. It returns the receiver's Gbps.
 func iperf3Gbps(iperf string, srv, cli commander, addr string, port, flows int, reverse bool, d time.Duration) (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
-	defer cancel()
-	p := strconv.Itoa(port)
-	server := srv(ctx, iperf, "-s", "-1", "-B", addr, "-p", p)
-	if err := server.Start(); err != nil {
-		return 0, fmt.Errorf("iperf3 server: %w", err)
-	}
-	defer func() {
-		cancel()
-		_ = server.Wait()
-	}()
-	if err := listening(ctx, srv, port); err != nil {
-		return 0, err
-	}
-	argv := []string{iperf, "-c", addr, "-p", p, "-J", "-N", "-O", "1", "-P", strconv.Itoa(flows), "-t", strconv.Itoa(int(d.Seconds()))}
+	args := []string{"-N", "-O", "1", "-P", strconv.Itoa(flows)}
 	if reverse {
-		argv = append(argv, "-R")
+		args = append(args, "-R")
 	}
-	out, err := cli(ctx, argv...).Output()
+	out, err := iperf3Test(iperf, srv, cli, addr, port, d, args...)
 	if err != nil {
-		return 0, fmt.Errorf("iperf3 client: %v: %.300s", err, out)
+		return 0, err
 	}
 	var r struct {
 		End struct {
@@ -58,6 +44,32 @@ func iperf3Gbps(iperf string, srv, cli commander, addr string, port, flows int, 
 		return 0, fmt.Errorf("iperf3: no rate in %.300s", out)
 	}
 	return r.End.SumReceived.BitsPerSecond / 1e9, nil
+}
+
+// iperf3Test runs one iperf3 test of d with args: a one-off server (-1)
+// started by srv on addr:port, a client started by cli; it returns the
+// client's JSON (-J).
+func iperf3Test(iperf string, srv, cli commander, addr string, port int, d time.Duration, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	p := strconv.Itoa(port)
+	server := srv(ctx, iperf, "-s", "-1", "-B", addr, "-p", p)
+	if err := server.Start(); err != nil {
+		return nil, fmt.Errorf("iperf3 server: %w", err)
+	}
+	defer func() {
+		cancel()
+		_ = server.Wait()
+	}()
+	if err := listening(ctx, srv, port); err != nil {
+		return nil, err
+	}
+	argv := append([]string{iperf, "-c", addr, "-p", p, "-J", "-t", strconv.Itoa(int(d.Seconds()))}, args...)
+	out, err := cli(ctx, argv...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("iperf3 client %v: %v: %.300s", args, err, out)
+	}
+	return out, nil
 }
 
 // listening waits until something listens on port where on runs its

@@ -57,7 +57,7 @@ func BenchmarkVersusPeer(b *testing.B) {
 	cells := fmt.Sprintf("-c %d, %d threads, %d keys, %s windows, no warmup", benchConns, benchThreads, benchKeys, benchWindow)
 	results.where(secPeer, fmt.Sprintf("%s (--io-threads 2, MALLOC_CONF=oversize_threshold:0 from the store) on loopback; linerate and %s alike: %s; CPU is whole-process user+sys per GB of payload (on loopback the kernel work of both ends lands in whichever process runs)",
 		server, peer, cells))
-	results.where(secTLS, fmt.Sprintf("the same server's TLS port (throwaway CA, lab/tlsgen): linerate --tls (Go crypto/tls) vs %s --tls (OpenSSL), same cells; faults are linerate's client minor faults per request over the window of runs of their own with a %s warmup, --tls beside plaintext on the plain port",
+	results.where(secTLS, fmt.Sprintf("the same server's TLS port (throwaway CA, lab/tlsgen): linerate --tls (crypto/tls handshake, then its own TLS 1.3 records) vs %s --tls (OpenSSL), same cells; faults are linerate's client minor faults per request over the window of runs of their own with a %s warmup, --tls beside plaintext on the plain port",
 		peer, faultsWarmup))
 
 	for _, size := range []int64{1 << 20, 8 << 20, 64 << 20} {

@@ -59,6 +59,15 @@ func Read(fd int, p []byte) (int, error) {
 	return int(r), nil
 }
 
+// Write writes p.
+func Write(fd int, p []byte) (int, error) {
+	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
 // Writev writes iov with writev.
 func Writev(fd int, iov []unix.Iovec) (int, error) {
 	r, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))

@@ -58,6 +58,16 @@ type NetPlace struct {
 	Listen func(network, addr string) (net.Listener, error)
 }
 
+// NetPlaceOf is where a launcher starts servers on h and reaches them:
+// inside h's network namespace; nil is this process's own.
+func NetPlaceOf(h infra.Entered) *NetPlace {
+	wrap := h.Enter()
+	if wrap == nil {
+		return nil
+	}
+	return &NetPlace{Wrap: wrap, Dial: h.DialContext, Listen: h.Listen}
+}
+
 func (n *NetPlace) listen(network, addr string) (net.Listener, error) {
 	if n == nil || n.Listen == nil {
 		return net.Listen(network, addr)

@@ -65,6 +65,10 @@ type Provider struct {
 	Kind string `json:"kind"`
 	// Settings are the block's other keys as plain values, for the record.
 	Settings map[string]any `json:"settings,omitempty"`
+	// NoLink: the kind's hosts share loopback, with no link between them
+	// to calibrate. The provider table sets it (sweeps/session), as it sets
+	// the estimate's defaults; a campaign file never does.
+	NoLink bool `json:"-"`
 
 	file string
 	node *yaml.Node // the block: a scalar kind or a mapping

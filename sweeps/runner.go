@@ -165,54 +165,15 @@ type Failure struct {
 // was done; the cell in flight is not recorded and runs next time.
 func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
-	if r.MaxAttempts <= 0 {
-		r.MaxAttempts = DefaultMaxAttempts
-	}
-	if r.StopTimeout <= 0 {
-		r.StopTimeout = 30 * time.Second
-	}
-	if err := r.Store.WriteSpec(r.Plan); err != nil {
+	if err := r.begin(); err != nil {
 		return nil, err
-	}
-	if r.Env != nil {
-		if r.Env.Created.IsZero() {
-			r.Env.Created = time.Now().UTC()
-		}
-		r.Env.Campaign = r.Plan.Campaign.Name
-		r.Env.SpecHash = r.Plan.SpecHash()
-		r.Env.TuningProfile = r.Plan.Campaign.Tuning
-		if err := r.Store.WriteEnv(r.Env); err != nil {
-			return nil, err
-		}
 	}
 	prev, err := ReadRun(r.Store.Dir)
 	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{Planned: len(r.Plan.Cells)}
-	todo := map[int]*CellRecord{} // cell index -> previous record (nil: none)
-	for _, c := range r.Plan.Cells {
-		if r.Only != nil && !r.Only(c) {
-			continue
-		}
-		old := prev.Cells[c.ID]
-		switch {
-		case old == nil:
-			todo[c.Index] = nil
-		case old.Hash != c.Hash:
-			sum.Stale++
-			todo[c.Index] = nil // a different cell under the same name: start over
-		case r.Redo:
-			todo[c.Index] = nil
-		case old.Status == StatusDone:
-			sum.Kept++
-		case old.Attempts >= r.MaxAttempts:
-			sum.GivenUp++
-			sum.Failed = append(sum.Failed, Failure{CellID: c.ID, Reason: old.Reason, Attempts: old.Attempts})
-		default:
-			todo[c.Index] = old
-		}
-	}
+	todo := r.todo(prev, sum)
 	if r.Progress != nil {
 		r.Progress.Begin(len(todo), r.Plan.EstimateOf(func(c Cell) bool { _, ok := todo[c.Index]; return ok }))
 	}
@@ -237,26 +198,86 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 			break
 		}
 	}
-	// Done counts everything done now, from the store: the truth on disk.
-	if final, err := ReadRun(r.Store.Dir); err == nil {
-		for _, c := range r.Plan.Cells {
-			if rec := final.Cells[c.ID]; rec != nil && rec.Status == StatusDone && rec.Hash == c.Hash {
-				sum.Done++
-				if rec.ClientLimited {
-					sum.ClientLimited = append(sum.ClientLimited, c.ID)
-				}
-				if a := Allowances(rec.NIC); len(a) > 0 {
-					sum.Shaped = append(sum.Shaped, Shaped{CellID: c.ID, Counters: strings.Join(a, ", ")})
-				}
-			}
-		}
-	}
+	r.countDone(sum)
 	sort.Slice(sum.Failed, func(i, j int) bool { return sum.Failed[i].CellID < sum.Failed[j].CellID })
 	sum.Elapsed = time.Since(start)
 	if r.Progress != nil {
 		r.Progress.End(sum)
 	}
 	return sum, nil
+}
+
+// begin sets the defaults left zero and writes the plan and the
+// environment into the store.
+func (r *Runner) begin() error {
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.StopTimeout <= 0 {
+		r.StopTimeout = 30 * time.Second
+	}
+	if err := r.Store.WriteSpec(r.Plan); err != nil {
+		return err
+	}
+	if r.Env == nil {
+		return nil
+	}
+	if r.Env.Created.IsZero() {
+		r.Env.Created = time.Now().UTC()
+	}
+	r.Env.Campaign = r.Plan.Campaign.Name
+	r.Env.SpecHash = r.Plan.SpecHash()
+	r.Env.TuningProfile = r.Plan.Campaign.Tuning
+	return r.Store.WriteEnv(r.Env)
+}
+
+// todo is the cells to run, by index, each with its previous record (nil:
+// none or not to be built on); what is kept, stale or given up is counted
+// into sum.
+func (r *Runner) todo(prev *Run, sum *Summary) map[int]*CellRecord {
+	todo := map[int]*CellRecord{}
+	for _, c := range r.Plan.Cells {
+		if r.Only != nil && !r.Only(c) {
+			continue
+		}
+		old := prev.Cells[c.ID]
+		switch {
+		case old == nil:
+			todo[c.Index] = nil
+		case old.Hash != c.Hash:
+			sum.Stale++
+			todo[c.Index] = nil // a different cell under the same name: start over
+		case r.Redo:
+			todo[c.Index] = nil
+		case old.Status == StatusDone:
+			sum.Kept++
+		case old.Attempts >= r.MaxAttempts:
+			sum.GivenUp++
+			sum.Failed = append(sum.Failed, Failure{CellID: c.ID, Reason: old.Reason, Attempts: old.Attempts})
+		default:
+			todo[c.Index] = old
+		}
+	}
+	return todo
+}
+
+// countDone counts everything done now, from the store: the truth on disk.
+func (r *Runner) countDone(sum *Summary) {
+	final, err := ReadRun(r.Store.Dir)
+	if err != nil {
+		return
+	}
+	for _, c := range r.Plan.Cells {
+		if rec := final.Cells[c.ID]; rec != nil && rec.Status == StatusDone && rec.Hash == c.Hash {
+			sum.Done++
+			if rec.ClientLimited {
+				sum.ClientLimited = append(sum.ClientLimited, c.ID)
+			}
+			if a := Allowances(rec.NIC); len(a) > 0 {
+				sum.Shaped = append(sum.Shaped, Shaped{CellID: c.ID, Counters: strings.Join(a, ", ")})
+			}
+		}
+	}
 }
 
 // runBlock starts the block's server once and runs its cells; a server

@@ -41,12 +41,23 @@ func ReadTopology(f FS) (Topology, error) {
 	if len(t.CPUs) == 0 {
 		return t, errors.New("read online CPUs: /sys/devices/system/cpu/online lists none")
 	}
+	nodeOf, err := t.readNodes(f)
+	if err != nil {
+		return t, err
+	}
+	t.readCores(f, nodeOf)
+	return t, nil
+}
 
+// readNodes fills t.Nodes with each NUMA node's online CPUs and returns
+// the node of each CPU. A kernel without NUMA support has no node
+// directory: one node.
+func (t *Topology) readNodes(f FS) (nodeOf map[int]int, err error) {
 	t.Nodes = map[int]cpus.List{}
-	nodeOf := map[int]int{}
+	nodeOf = map[int]int{}
 	names, err := f.ReadDir("/sys/devices/system/node")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return t, fmt.Errorf("read NUMA nodes: %w", err)
+		return nil, fmt.Errorf("read NUMA nodes: %w", err)
 	}
 	for _, n := range names {
 		id, ok := strings.CutPrefix(n, "node")
@@ -56,11 +67,11 @@ func ReadTopology(f FS) (Topology, error) {
 		}
 		list, err := readString(f, "/sys/devices/system/node/"+n+"/cpulist")
 		if err != nil {
-			return t, fmt.Errorf("read NUMA node %d: %w", num, err)
+			return nil, fmt.Errorf("read NUMA node %d: %w", num, err)
 		}
 		cpus, err := parseCPUSet(list)
 		if err != nil {
-			return t, fmt.Errorf("read NUMA node %d cpulist: %w", num, err)
+			return nil, fmt.Errorf("read NUMA node %d cpulist: %w", num, err)
 		}
 		cpus = cpus.Intersect(t.CPUs)
 		if len(cpus) == 0 {
@@ -72,12 +83,14 @@ func ReadTopology(f FS) (Topology, error) {
 		}
 	}
 	if len(t.Nodes) == 0 {
-		// Kernels without NUMA support have no node directory: one node.
 		t.Nodes[0] = t.CPUs
 	}
+	return nodeOf, nil
+}
 
-	// Group CPUs into cores by their thread siblings; a CPU whose topology
-	// directory is missing is a core of its own.
+// readCores groups the online CPUs into cores by their thread siblings; a
+// CPU whose topology directory is missing is a core of its own.
+func (t *Topology) readCores(f FS, nodeOf map[int]int) {
 	placed := map[int]bool{}
 	for _, c := range t.CPUs {
 		if placed[c] {
@@ -108,7 +121,6 @@ func ReadTopology(f FS) (Topology, error) {
 	for i := range t.Cores {
 		t.Cores[i].ID = i
 	}
-	return t, nil
 }
 
 // CoreOf returns the core holding cpu, or nil.

@@ -29,6 +29,10 @@ type Options struct {
 	// progress tick) and once more, Final, when the workers have stopped.
 	// It is called off the workers' threads and must return quickly.
 	Live func(*lab.Live)
+	// MemAvailable reads this host's free memory, for the prefill check
+	// of a server on this host (infra/kernel's FS.MemAvailable); nil skips
+	// that check.
+	MemAvailable func() (int64, error)
 }
 
 // RunError carries the exit code that goes with a failed run.
@@ -85,7 +89,7 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 	if w.Prefill {
 		// Refused before a connection is opened for load: a prefill that
 		// cannot fit ends in evictions, OOM errors or a killed server.
-		if err := lab.CheckPrefillFits(w, res.Server, lab.HostMemAvailable); err != nil {
+		if err := lab.CheckPrefillFits(w, res.Server, opt.MemAvailable); err != nil {
 			return fail(lab.StopSetupFailed, err)
 		}
 	}

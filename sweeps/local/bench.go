@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
 )
@@ -24,7 +25,8 @@ type Bencher struct {
 // Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
 // the runner's host snapshots cover exactly the measured window.
 func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live}
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, w.Args()...), OnPhase: mark, Live: b.Live,
+		MemAvailable: kernel.FS{}.MemAvailable}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}

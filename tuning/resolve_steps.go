@@ -75,7 +75,7 @@ func (r *resolver) preferNICNode() error {
 	r.nicNode = r.f.NIC.Node
 	r.nodeDesc = fmt.Sprintf("the NIC's NUMA node %d", r.nicNode)
 	if _, ok := r.t.Nodes[r.nicNode]; !ok {
-		r.nicNode = r.t.nodeIDs()[0]
+		r.nicNode = r.t.NodeIDs()[0]
 		r.nodeDesc = fmt.Sprintf("NUMA node %d", r.nicNode)
 		if len(r.t.Nodes) > 1 {
 			r.d.Notes = append(r.d.Notes, fmt.Sprintf("the kernel does not say which NUMA node %s is on: node %d is preferred", r.f.NIC.Name, r.nicNode))

@@ -64,7 +64,7 @@ func TestGoroutineStartersVerifyNoLeaks(t *testing.T) {
 // module) each ask for the check; a package that starts none does not.
 func TestGoroutineRuleOnATree(t *testing.T) {
 	root := t.TempDir()
-	for name, src := range map[string]string{
+	writeTree(t, root, map[string]string{
 		"go.mod":                 "module " + module + "\n",
 		"a/a.go":                 "package a\n\nfunc Start() { go func() {}() }\n",
 		"b/b.go":                 "package b\n\nimport _ \"" + module + "/a\"\n",
@@ -76,15 +76,7 @@ func TestGoroutineRuleOnATree(t *testing.T) {
 		"a/main_test.go":         "package a\n\nimport (\n\t\"testing\"\n\n\tleak \"go.uber.org/goleak\"\n)\n\nfunc TestMain(m *testing.M) { leak.VerifyTestMain(m) }\n",
 		"testdata/x/x_test.go":   "package x\n\nfunc init() { go func() {}() }\n",
 		"f/testdata/y/y_test.go": "package y\n\nfunc init() { go func() {}() }\n",
-	} {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	got := unverified(parseModule(t, root))
 	want := []string{"c (uses b)", "d (has a go statement)", "e (uses net/http)"}
 	if !slices.Equal(got, want) {
@@ -156,13 +148,51 @@ func importPath(rel string) string {
 	return module + "/" + rel
 }
 
-// parseModule parses every .go file under root, keyed by directory;
-// testdata and directories named with a leading "." or "_" are not
-// packages, as for the go command.
+// parseModule parses every .go file under root, keyed by directory.
 func parseModule(t *testing.T, root string) map[string]*srcDir {
 	t.Helper()
-	fset := token.NewFileSet()
 	dirs := map[string]*srcDir{}
+	walkGo(t, root, func(rel, name string, _ *token.FileSet, f *ast.File) {
+		d := dirs[rel]
+		if d == nil {
+			d = &srcDir{rel: rel, imports: map[string]bool{}, libImport: map[string]bool{}}
+			dirs[rel] = d
+		}
+		isTest := strings.HasSuffix(name, "_test.go")
+		d.hasTests = d.hasTests || isTest
+		for _, is := range f.Imports {
+			ip, _ := strconv.Unquote(is.Path.Value)
+			d.imports[ip] = true
+			if !isTest {
+				d.libImport[ip] = true
+			}
+		}
+		leak := importName(f, "go.uber.org/goleak")
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				d.goStmt = true
+				d.libGo = d.libGo || !isTest
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && isTest && leak != "" && sel.Sel.Name == "VerifyTestMain" {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == leak {
+						d.verified = true
+					}
+				}
+			}
+			return true
+		})
+	})
+	return dirs
+}
+
+// walkGo parses every .go file under root and hands it to fn with its
+// directory (a slash path from root, "." for root) and file name;
+// testdata, directories named with a leading "." or "_" and other modules
+// are not packages, as for the go command.
+func walkGo(t *testing.T, root string, fn func(rel, name string, fset *token.FileSet, f *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -190,48 +220,40 @@ func parseModule(t *testing.T, root string) map[string]*srcDir {
 		if err != nil {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
-		d := dirs[rel]
-		if d == nil {
-			d = &srcDir{rel: rel, imports: map[string]bool{}, libImport: map[string]bool{}}
-			dirs[rel] = d
-		}
-		isTest := strings.HasSuffix(name, "_test.go")
-		d.hasTests = d.hasTests || isTest
-		leak := "" // the file's name for go.uber.org/goleak
-		for _, is := range f.Imports {
-			ip, _ := strconv.Unquote(is.Path.Value)
-			d.imports[ip] = true
-			if !isTest {
-				d.libImport[ip] = true
-			}
-			if ip == "go.uber.org/goleak" {
-				leak = path.Base(ip)
-				if is.Name != nil {
-					leak = is.Name.Name
-				}
-			}
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.GoStmt:
-				d.goStmt = true
-				d.libGo = d.libGo || !isTest
-			case *ast.CallExpr:
-				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && isTest && leak != "" && sel.Sel.Name == "VerifyTestMain" {
-					if id, ok := sel.X.(*ast.Ident); ok && id.Name == leak {
-						d.verified = true
-					}
-				}
-			}
-			return true
-		})
+		fn(filepath.ToSlash(rel), name, fset, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dirs
+}
+
+// importName is what f calls the package it imports from ip, "" when it
+// does not import it.
+func importName(f *ast.File, ip string) string {
+	for _, is := range f.Imports {
+		if p, _ := strconv.Unquote(is.Path.Value); p == ip {
+			if is.Name != nil {
+				return is.Name.Name
+			}
+			return path.Base(ip)
+		}
+	}
+	return ""
+}
+
+// writeTree writes files (slash path from root: content) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, src := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // docs/architecture.md's package table names every package of the module
@@ -301,36 +323,11 @@ func TestSchemaImportsNoFlagPackage(t *testing.T) {
 // a function does several things, each of which wants a name.
 const maxFuncLines = 80
 
-// longFuncsBeingCut are the functions over maxFuncLines when the rule came
-// in, each being cut by what it does; the list only shrinks.
-var longFuncsBeingCut = map[string]bool{
-	"infra/aws/awsfake/ec2.go:do":          true,
-	"infra/aws/preflight.go:dryRuns":       true,
-	"infra/aws/provider.go:Up":             true,
-	"infra/launch/local.go:Start":          true,
-	"infra/netns/provider.go:Up":           true,
-	"lab/report/openloop.go:writeOpenLoop": true,
-	"lab/report/summary.go:WriteSummary":   true,
-	"sweeps/agent/server.go:answer":        true,
-	"sweeps/campaign.go:ParseCampaign":     true,
-	"sweeps/local/hosts.go:BenchHosts":     true,
-	"sweeps/plan.go:cellsOf":               true,
-	"sweeps/runner.go:Run":                 true,
-	"sweeps/runner.go:runCell":             true,
-	"sweeps/versions.go:serverSettings":    true,
-	"sweeps/versions.go:versions":          true,
-	"tuning/apply.go:ApplyWith":            true,
-	"tuning/apply.go:Revert":               true,
-	"tuning/resolve.go:Resolve":            true,
-	"tuning/topology.go:ReadTopology":      true,
-}
-
 // TestNoLongFunctions: no function outside the tests is longer than
 // maxFuncLines lines, from its func keyword to its closing brace.
 func TestNoLongFunctions(t *testing.T) {
 	fset := token.NewFileSet()
 	var long []string
-	stillLong := map[string]bool{}
 	err := filepath.WalkDir(".", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -356,10 +353,7 @@ func TestNoLongFunctions(t *testing.T) {
 			}
 			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
 			id := filepath.ToSlash(p) + ":" + fd.Name.Name
-			switch {
-			case n > maxFuncLines && longFuncsBeingCut[id]:
-				stillLong[id] = true
-			case n > maxFuncLines:
+			if n > maxFuncLines {
 				long = append(long, id+" "+strconv.Itoa(n)+" lines")
 			}
 		}
@@ -370,10 +364,5 @@ func TestNoLongFunctions(t *testing.T) {
 	}
 	if len(long) > 0 {
 		t.Errorf("over %d lines, cut by what each part does:\n%s", maxFuncLines, strings.Join(long, "\n"))
-	}
-	for id := range longFuncsBeingCut {
-		if !stillLong[id] {
-			t.Errorf("%s is cut (or gone): take it off longFuncsBeingCut", id)
-		}
 	}
 }

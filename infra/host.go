@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -129,6 +130,39 @@ type Host interface {
 	Linerate(ctx context.Context) (string, error)
 	// Close releases connections; it does not tear the host down.
 	Close() error
+}
+
+// What some hosts can do beyond Host, asked for by type assertion on these
+// interfaces (never on a provider's own type): the provider's package is
+// then the only place that knows which hosts can.
+
+// Entered is a host this process can act inside: a network namespace of
+// this machine (infra/netns), or the machine itself.
+type Entered interface {
+	Host
+	// Do runs fn on a thread inside the host's network namespace, for
+	// work done in this process (ethtool ioctls, opening sockets).
+	Do(fn func() error) error
+	// DialContext dials from inside the host's namespace.
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+	// Listen listens inside the host's namespace.
+	Listen(network, addr string) (net.Listener, error)
+	// Enter is the argv prefix that runs a command inside the host's
+	// namespace (ip netns exec NAME); nil: this process's own namespace.
+	Enter() []string
+}
+
+// SharedFiles is a host that shares this machine's file system: a path
+// here names the same file there, so nothing need be copied.
+type SharedFiles interface {
+	Host
+	SharesFiles() bool
+}
+
+// FilesHere says whether h shares this machine's file system.
+func FilesHere(h Host) bool {
+	s, ok := h.(SharedFiles)
+	return ok && s.SharesFiles()
 }
 
 // Pair is what a provider brings up: the host that runs the servers and the

@@ -1,12 +1,9 @@
 package lab
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -38,7 +35,8 @@ func CheckKeyspaceHabit(w Workload, large bool) error {
 // CheckPrefillFits refuses a prefill whose bytes (keys x value size) exceed
 // the server's maxmemory, when it has one, or this host's free memory,
 // when the server is on this host (a loopback address). memAvailable reads
-// the host's free memory; nil skips that check.
+// the host's free memory (lab reads no kernel file: its caller passes
+// infra/kernel's); nil skips that check.
 func CheckPrefillFits(w Workload, si *ServerInfo, memAvailable func() (int64, error)) error {
 	need := int64(math.Min(PrefillBytes(w), 1<<62))
 	what := fmt.Sprintf("%d keys x %s = %s", w.Keyspace, w.ValueSz, humanBytes(need))
@@ -84,33 +82,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-// HostMemAvailable reads MemAvailable from /proc/meminfo, in bytes. It is
-// lab's one kernel read and stays here rather than in infra/kernel because
-// lab imports nothing above it; it only guards a prefill against the host's
-// memory, so it has no fixture root.
-func HostMemAvailable() (int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	return parseMemAvailable(b)
-}
-
-func parseMemAvailable(b []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "MemAvailable:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("meminfo: MemAvailable %q: %w", f[1], err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("meminfo: no MemAvailable line")
 }
 
 // humanBytes is n in binary units for a message: 20 MiB, 6.1 TiB.

@@ -65,6 +65,10 @@ type Provider struct {
 	Kind string `json:"kind"`
 	// Settings are the block's other keys as plain values, for the record.
 	Settings map[string]any `json:"settings,omitempty"`
+	// NoLink: the kind's hosts share loopback, with no link between them
+	// to calibrate. The provider table sets it (sweeps/session), as it sets
+	// the estimate's defaults; a campaign file never does.
+	NoLink bool `json:"-"`
 
 	file string
 	node *yaml.Node // the block: a scalar kind or a mapping
@@ -213,7 +217,51 @@ func LoadCampaign(path string) (*Campaign, error) {
 
 // ParseCampaign checks a campaign given as bytes; file names it in errors.
 func ParseCampaign(file string, src []byte) (*Campaign, error) {
+	root, err := campaignDocument(file, src)
+	if err != nil {
+		return nil, err
+	}
 	d := &decoder{file: file}
+	c := &Campaign{File: file, Source: src, Seed: 1, Order: OrderInterleave, Repetitions: 1,
+		Calibrate: DefaultCalibration(), lines: map[string]pos{}}
+	var blocks campaignBlocks
+	seen := d.mapping(root, "", d.campaignFields(c, &blocks))
+	if root.Kind != yaml.MappingNode {
+		return nil, d.errs
+	}
+	for _, req := range []string{"name", "versions", "workload"} {
+		if seen[req] == nil {
+			d.fail(root, req, "missing; a campaign needs name, versions and workload")
+		}
+	}
+	if c.Name != "" && !nameRE.MatchString(c.Name) {
+		d.fail(valueOf(root, "name"), "name", "%q: use lower-case letters, digits, . _ - (it names the run directory)", c.Name)
+	}
+	if c.Provider.Kind == "" {
+		c.Provider.Kind = DefaultProvider
+	}
+	c.Provider.file = file
+	d.campaignBlocks(c, blocks)
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	// Combinations are checked by expanding: an impossible cell (threads
+	// above connections, a value too small to verify) fails here, before
+	// anything starts, and names the line of the field involved.
+	p, err := c.cellsOf(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkClients(p); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// campaignDocument is the campaign file's one YAML document, its top
+// node: a file that is empty, not YAML, holds a second document or an
+// alias is refused.
+func campaignDocument(file string, src []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -234,13 +282,20 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	c := &Campaign{File: file, Source: src, Seed: 1, Order: OrderInterleave, Repetitions: 1,
-		Calibrate: DefaultCalibration(), lines: map[string]pos{}}
-	var estimate *yaml.Node
-	var serverNode *yaml.Node
-	var versionNodes *yaml.Node
-	var workloadNode *yaml.Node
-	seen := d.mapping(root, "", map[string]fieldFunc{
+	return root, nil
+}
+
+// campaignBlocks are the top-level blocks read after the scalar fields,
+// since each depends on others (versions on server, the estimate on its
+// defaults).
+type campaignBlocks struct {
+	estimate, server, versions, workload *yaml.Node
+}
+
+// campaignFields decodes each top-level field into c, keeping the blocks
+// for campaignBlocks.
+func (d *decoder) campaignFields(c *Campaign, b *campaignBlocks) map[string]fieldFunc {
+	return map[string]fieldFunc{
 		"name":        func(n *yaml.Node, p string) { d.str(n, p, &c.Name) },
 		"description": func(n *yaml.Node, p string) { d.str(n, p, &c.Description) },
 		"seed": func(n *yaml.Node, p string) {
@@ -273,10 +328,10 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 				d.fail(n, p, "%q is not a profile name (lower-case letters, digits, . _ -)", c.Tuning)
 			}
 		},
-		"server":   func(n *yaml.Node, p string) { serverNode = n },
-		"versions": func(n *yaml.Node, p string) { versionNodes = n },
-		"workload": func(n *yaml.Node, p string) { workloadNode = n },
-		"estimate": func(n *yaml.Node, p string) { estimate = n },
+		"server":   func(n *yaml.Node, p string) { b.server = n },
+		"versions": func(n *yaml.Node, p string) { b.versions = n },
+		"workload": func(n *yaml.Node, p string) { b.workload = n },
+		"estimate": func(n *yaml.Node, p string) { b.estimate = n },
 		"clients": func(n *yaml.Node, p string) {
 			c.lines[p] = pos{n.Line, n.Column}
 			d.clients(n, p, &c.Clients)
@@ -285,51 +340,27 @@ func ParseCampaign(file string, src []byte) (*Campaign, error) {
 			c.lines[p] = pos{n.Line, n.Column}
 			d.calibration(n, p, &c.Calibrate)
 		},
-	})
-	if root.Kind != yaml.MappingNode {
-		return nil, d.errs
 	}
-	for _, req := range []string{"name", "versions", "workload"} {
-		if seen[req] == nil {
-			d.fail(root, req, "missing; a campaign needs name, versions and workload")
-		}
-	}
-	if c.Name != "" && !nameRE.MatchString(c.Name) {
-		d.fail(valueOf(root, "name"), "name", "%q: use lower-case letters, digits, . _ - (it names the run directory)", c.Name)
-	}
-	if c.Provider.Kind == "" {
-		c.Provider.Kind = DefaultProvider
-	}
-	c.Provider.file = file
+}
+
+// campaignBlocks decodes the estimate, the server defaults, the versions
+// over them and the workload.
+func (d *decoder) campaignBlocks(c *Campaign, b campaignBlocks) {
 	c.Estimate = DefaultEstimate()
-	if estimate != nil {
-		c.estimateNode = estimate
-		d.estimate(estimate, "estimate", &c.Estimate)
+	if b.estimate != nil {
+		c.estimateNode = b.estimate
+		d.estimate(b.estimate, "estimate", &c.Estimate)
 	}
-	if serverNode != nil {
-		d.serverSettings(serverNode, "server", &c.Server, nil)
+	if b.server != nil {
+		d.serverSettings(b.server, "server", &c.Server, nil)
 	}
-	if versionNodes != nil {
-		c.Versions = d.versions(versionNodes, "versions", c.Server)
+	if b.versions != nil {
+		c.Versions = d.versions(b.versions, "versions", c.Server)
 	}
-	if workloadNode != nil {
-		c.lines["workload"] = pos{deref(workloadNode).Line, deref(workloadNode).Column}
-		c.Axes = d.workload(workloadNode, "workload", c.lines)
+	if b.workload != nil {
+		c.lines["workload"] = pos{deref(b.workload).Line, deref(b.workload).Column}
+		c.Axes = d.workload(b.workload, "workload", c.lines)
 	}
-	if len(d.errs) > 0 {
-		return nil, d.errs
-	}
-	// Combinations are checked by expanding: an impossible cell (threads
-	// above connections, a value too small to verify) fails here, before
-	// anything starts, and names the line of the field involved.
-	p, err := c.cellsOf(nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.checkClients(p); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 func valueOf(m *yaml.Node, key string) *yaml.Node {

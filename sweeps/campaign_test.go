@@ -142,6 +142,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
+	asTheTableSays(c)
 	p, err := NewPlan(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +332,7 @@ func TestCalibrationAndClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Skipped when asked, and on loopback (the local provider).
+		asTheTableSays(c)
 		if c.Calibrates() {
 			t.Errorf("calibrates:\n%s", src)
 		}

@@ -24,6 +24,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
+	asTheTableSays(c)
 	p, err := NewPlan(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)

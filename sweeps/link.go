@@ -64,10 +64,10 @@ func CalibrationNeed(campaign, k Calibration) time.Duration {
 }
 
 // Calibrates says whether the campaign measures its link before the first
-// cell: not when it says calibrate: false, nor on the local provider,
-// whose client and server share loopback and have no link.
+// cell: not when it says calibrate: false, nor on a provider whose client
+// and server share loopback and have no link (Provider.NoLink).
 func (c *Campaign) Calibrates() bool {
-	return !c.Calibrate.Off && c.Provider.Kind != DefaultProvider
+	return !c.Calibrate.Off && !c.Provider.NoLink
 }
 
 // CalibrationConnections is N of the N-flow runs: the calibration's own,

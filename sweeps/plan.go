@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -188,6 +189,32 @@ func (c *Campaign) validateWorkload(wc workloadCell) error {
 // cellsOf expands versions × rounds × workloads into ordered cells. With a
 // nil resolver, versions are named by their labels.
 func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
+	wcs, err := c.checkedWorkloads()
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Campaign: c}
+	if p.Versions, err = c.planVersions(resolved); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, 0x5eed5eed))
+	ids := map[string]bool{}
+	for round := 1; round <= c.Repetitions; round++ {
+		for _, vi := range c.versionOrder(rng, round) {
+			if err := c.addBlock(p, rng, wcs, vi, round, ids); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.Estimate = p.estimate()
+	return p, nil
+}
+
+// checkedWorkloads expands the workload axes and refuses what no plan may
+// hold: too many cells, an impossible combination (one line per distinct
+// problem, not per cell), a plan estimated past MaxEstimate, refused
+// before its (up to MaxCells) cells are named and hashed.
+func (c *Campaign) checkedWorkloads() ([]workloadCell, error) {
 	at := c.lines["workload"]
 	wcs, err := c.expandWorkloads()
 	if err != nil {
@@ -203,7 +230,7 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 		if err := c.validateWorkload(wc); err != nil {
 			se := err.(*SpecError)
 			key := se.Field + se.Msg[:strings.Index(se.Msg+" (in", " (in")]
-			if !seenMsg[key] { // one line per distinct problem, not per cell
+			if !seenMsg[key] {
 				seenMsg[key] = true
 				errs = append(errs, se)
 			}
@@ -215,8 +242,6 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	// The estimate is known before the cells are: refuse an endless plan
-	// before naming and hashing its (up to MaxCells) cells.
 	var perRound time.Duration
 	for _, wc := range wcs {
 		perRound = addSat(perRound, c.Estimate.cell(wc.w))
@@ -228,7 +253,13 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 	if est > MaxEstimate {
 		return nil, c.estimateTooLong(est, total)
 	}
-	p := &Plan{Campaign: c}
+	return wcs, nil
+}
+
+// planVersions names each version's segment: its label, or what it
+// resolved to when it has no label of its own; two alike are refused.
+func (c *Campaign) planVersions(resolved []*Resolved) ([]PlanVersion, error) {
+	var pvs []PlanVersion
 	segOwner := map[string]int{}
 	for i, v := range c.Versions {
 		pv := PlanVersion{Spec: v, Segment: v.Label}
@@ -243,64 +274,66 @@ func (c *Campaign) cellsOf(resolved []*Resolved) (*Plan, error) {
 				Msg: fmt.Sprintf("resolves to %s like versions[%d]; give each a distinct label", pv.Segment, j)}}
 		}
 		segOwner[pv.Segment] = i
-		p.Versions = append(p.Versions, pv)
+		pvs = append(pvs, pv)
 	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x5eed5eed))
-	ids := map[string]bool{}
-	for round := 1; round <= c.Repetitions; round++ {
-		order := make([]int, len(c.Versions))
-		for i := range order {
-			order[i] = i
-		}
-		switch c.Order {
-		case OrderShuffle:
-			shuffle(rng, order)
-		default:
-			// A B C | C B A | A B C …: each version's mean position over two
-			// rounds is the same, so a linear drift adds equally to all.
-			if round%2 == 0 {
-				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-					order[i], order[j] = order[j], order[i]
-				}
-			}
-		}
-		for _, vi := range order {
-			b := Block{Index: len(p.Blocks), Version: vi, Round: round}
-			wOrder := make([]int, len(wcs))
-			for i := range wOrder {
-				wOrder[i] = i
-			}
-			if c.Order == OrderShuffle {
-				shuffle(rng, wOrder)
-			}
-			for _, wi := range wOrder {
-				wc := wcs[wi]
-				segs := append([]string{p.Versions[vi].Segment}, wc.segs...)
-				segs = append(segs, fmt.Sprintf("r%d", round))
-				cell := Cell{
-					ID:       strings.Join(segs, "/"),
-					Key:      strings.Join(wc.segs, "/"),
-					Index:    len(p.Cells),
-					Block:    b.Index,
-					Version:  vi,
-					Rep:      round,
-					Workload: wc.w,
-				}
-				cell.Workload.Cluster = c.Versions[vi].Server.Cluster > 0
-				if ids[cell.ID] {
-					return nil, SpecErrors{{File: c.File, Field: "workload", Msg: fmt.Sprintf("two cells are both named %s; values that differ only in spelling?", cell.ID)}}
-				}
-				ids[cell.ID] = true
-				cell.Hash = cellHash(p.Versions[vi], cell.Workload, c.ClientCount())
-				cell.Estimate = c.Estimate.cell(cell.Workload)
-				b.Cells = append(b.Cells, cell.Index)
-				p.Cells = append(p.Cells, cell)
-			}
-			p.Blocks = append(p.Blocks, b)
+	return pvs, nil
+}
+
+// versionOrder is the order of the versions' blocks in round.
+func (c *Campaign) versionOrder(rng *rand.Rand, round int) []int {
+	order := make([]int, len(c.Versions))
+	for i := range order {
+		order[i] = i
+	}
+	switch c.Order {
+	case OrderShuffle:
+		shuffle(rng, order)
+	default:
+		// A B C | C B A | A B C …: each version's mean position over two
+		// rounds is the same, so a linear drift adds equally to all.
+		if round%2 == 0 {
+			slices.Reverse(order)
 		}
 	}
-	p.Estimate = p.estimate() // its total is est
-	return p, nil
+	return order
+}
+
+// addBlock adds version vi's block of round to p: a cell per workload,
+// shuffled when the campaign says so; ids are the cell IDs so far.
+func (c *Campaign) addBlock(p *Plan, rng *rand.Rand, wcs []workloadCell, vi, round int, ids map[string]bool) error {
+	b := Block{Index: len(p.Blocks), Version: vi, Round: round}
+	wOrder := make([]int, len(wcs))
+	for i := range wOrder {
+		wOrder[i] = i
+	}
+	if c.Order == OrderShuffle {
+		shuffle(rng, wOrder)
+	}
+	for _, wi := range wOrder {
+		wc := wcs[wi]
+		segs := append([]string{p.Versions[vi].Segment}, wc.segs...)
+		segs = append(segs, fmt.Sprintf("r%d", round))
+		cell := Cell{
+			ID:       strings.Join(segs, "/"),
+			Key:      strings.Join(wc.segs, "/"),
+			Index:    len(p.Cells),
+			Block:    b.Index,
+			Version:  vi,
+			Rep:      round,
+			Workload: wc.w,
+		}
+		cell.Workload.Cluster = c.Versions[vi].Server.Cluster > 0
+		if ids[cell.ID] {
+			return SpecErrors{{File: c.File, Field: "workload", Msg: fmt.Sprintf("two cells are both named %s; values that differ only in spelling?", cell.ID)}}
+		}
+		ids[cell.ID] = true
+		cell.Hash = cellHash(p.Versions[vi], cell.Workload, c.ClientCount())
+		cell.Estimate = c.Estimate.cell(cell.Workload)
+		b.Cells = append(b.Cells, cell.Index)
+		p.Cells = append(p.Cells, cell)
+	}
+	p.Blocks = append(p.Blocks, b)
+	return nil
 }
 
 // estimateTooLong refuses a plan of cells cells estimated at total.

@@ -3,7 +3,6 @@ package sweeps
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -166,54 +165,15 @@ type Failure struct {
 // was done; the cell in flight is not recorded and runs next time.
 func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
-	if r.MaxAttempts <= 0 {
-		r.MaxAttempts = DefaultMaxAttempts
-	}
-	if r.StopTimeout <= 0 {
-		r.StopTimeout = 30 * time.Second
-	}
-	if err := r.Store.WriteSpec(r.Plan); err != nil {
+	if err := r.begin(); err != nil {
 		return nil, err
-	}
-	if r.Env != nil {
-		if r.Env.Created.IsZero() {
-			r.Env.Created = time.Now().UTC()
-		}
-		r.Env.Campaign = r.Plan.Campaign.Name
-		r.Env.SpecHash = r.Plan.SpecHash()
-		r.Env.TuningProfile = r.Plan.Campaign.Tuning
-		if err := r.Store.WriteEnv(r.Env); err != nil {
-			return nil, err
-		}
 	}
 	prev, err := ReadRun(r.Store.Dir)
 	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{Planned: len(r.Plan.Cells)}
-	todo := map[int]*CellRecord{} // cell index -> previous record (nil: none)
-	for _, c := range r.Plan.Cells {
-		if r.Only != nil && !r.Only(c) {
-			continue
-		}
-		old := prev.Cells[c.ID]
-		switch {
-		case old == nil:
-			todo[c.Index] = nil
-		case old.Hash != c.Hash:
-			sum.Stale++
-			todo[c.Index] = nil // a different cell under the same name: start over
-		case r.Redo:
-			todo[c.Index] = nil
-		case old.Status == StatusDone:
-			sum.Kept++
-		case old.Attempts >= r.MaxAttempts:
-			sum.GivenUp++
-			sum.Failed = append(sum.Failed, Failure{CellID: c.ID, Reason: old.Reason, Attempts: old.Attempts})
-		default:
-			todo[c.Index] = old
-		}
-	}
+	todo := r.todo(prev, sum)
 	if r.Progress != nil {
 		r.Progress.Begin(len(todo), r.Plan.EstimateOf(func(c Cell) bool { _, ok := todo[c.Index]; return ok }))
 	}
@@ -238,26 +198,86 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 			break
 		}
 	}
-	// Done counts everything done now, from the store: the truth on disk.
-	if final, err := ReadRun(r.Store.Dir); err == nil {
-		for _, c := range r.Plan.Cells {
-			if rec := final.Cells[c.ID]; rec != nil && rec.Status == StatusDone && rec.Hash == c.Hash {
-				sum.Done++
-				if rec.ClientLimited {
-					sum.ClientLimited = append(sum.ClientLimited, c.ID)
-				}
-				if a := Allowances(rec.NIC); len(a) > 0 {
-					sum.Shaped = append(sum.Shaped, Shaped{CellID: c.ID, Counters: strings.Join(a, ", ")})
-				}
-			}
-		}
-	}
+	r.countDone(sum)
 	sort.Slice(sum.Failed, func(i, j int) bool { return sum.Failed[i].CellID < sum.Failed[j].CellID })
 	sum.Elapsed = time.Since(start)
 	if r.Progress != nil {
 		r.Progress.End(sum)
 	}
 	return sum, nil
+}
+
+// begin sets the defaults left zero and writes the plan and the
+// environment into the store.
+func (r *Runner) begin() error {
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.StopTimeout <= 0 {
+		r.StopTimeout = 30 * time.Second
+	}
+	if err := r.Store.WriteSpec(r.Plan); err != nil {
+		return err
+	}
+	if r.Env == nil {
+		return nil
+	}
+	if r.Env.Created.IsZero() {
+		r.Env.Created = time.Now().UTC()
+	}
+	r.Env.Campaign = r.Plan.Campaign.Name
+	r.Env.SpecHash = r.Plan.SpecHash()
+	r.Env.TuningProfile = r.Plan.Campaign.Tuning
+	return r.Store.WriteEnv(r.Env)
+}
+
+// todo is the cells to run, by index, each with its previous record (nil:
+// none or not to be built on); what is kept, stale or given up is counted
+// into sum.
+func (r *Runner) todo(prev *Run, sum *Summary) map[int]*CellRecord {
+	todo := map[int]*CellRecord{}
+	for _, c := range r.Plan.Cells {
+		if r.Only != nil && !r.Only(c) {
+			continue
+		}
+		old := prev.Cells[c.ID]
+		switch {
+		case old == nil:
+			todo[c.Index] = nil
+		case old.Hash != c.Hash:
+			sum.Stale++
+			todo[c.Index] = nil // a different cell under the same name: start over
+		case r.Redo:
+			todo[c.Index] = nil
+		case old.Status == StatusDone:
+			sum.Kept++
+		case old.Attempts >= r.MaxAttempts:
+			sum.GivenUp++
+			sum.Failed = append(sum.Failed, Failure{CellID: c.ID, Reason: old.Reason, Attempts: old.Attempts})
+		default:
+			todo[c.Index] = old
+		}
+	}
+	return todo
+}
+
+// countDone counts everything done now, from the store: the truth on disk.
+func (r *Runner) countDone(sum *Summary) {
+	final, err := ReadRun(r.Store.Dir)
+	if err != nil {
+		return
+	}
+	for _, c := range r.Plan.Cells {
+		if rec := final.Cells[c.ID]; rec != nil && rec.Status == StatusDone && rec.Hash == c.Hash {
+			sum.Done++
+			if rec.ClientLimited {
+				sum.ClientLimited = append(sum.ClientLimited, c.ID)
+			}
+			if a := Allowances(rec.NIC); len(a) > 0 {
+				sum.Shaped = append(sum.Shaped, Shaped{CellID: c.ID, Counters: strings.Join(a, ", ")})
+			}
+		}
+	}
 }
 
 // runBlock starts the block's server once and runs its cells; a server
@@ -351,183 +371,6 @@ func (r *Runner) newRecord(c Cell, pv PlanVersion, old *CellRecord) *CellRecord 
 func (r *Runner) fail(rec *CellRecord, reason string) {
 	rec.Status = StatusFailed
 	rec.Reason = reason
-}
-
-// runCell flushes, benches, samples and judges one cell into rec.
-func (r *Runner) runCell(ctx context.Context, c Cell, pv PlanVersion, srv RunningServer, rec *CellRecord) {
-	id := srv.Identity()
-	if id.Version != "" {
-		rec.Version.Resolved = &id
-	}
-	if err := srv.FlushAll(ctx); err != nil {
-		r.fail(rec, fmt.Sprintf("flushall: %v", err))
-		return
-	}
-	if r.Tuning != nil {
-		rep, drifts, err := r.Tuning.Verify(ctx)
-		if err != nil {
-			r.fail(rec, fmt.Sprintf("verify tuning: %v", err))
-			return
-		}
-		rec.Tuning = &TuningVerify{Drifts: drifts, Report: rep}
-	}
-	w := c.Workload
-	w.Host, w.Port = srv.Addr()
-	w.TLS = benchTLS(srv, w.TLS)
-
-	// The bench is cancelled if the server process ends, so a crash costs
-	// this cell and not a request timeout per connection.
-	cellCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	exited := make(chan error, 1)
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		select {
-		case err, ok := <-srv.Exited():
-			if !ok || err == nil {
-				err = errors.New("exited")
-			}
-			exited <- err
-			cancel(fmt.Errorf("server exited: %w", err))
-		case <-cellCtx.Done():
-		}
-	}()
-
-	// The server's memory before the bench, and its forks while it runs.
-	iw := watchInfo(ctx, srv, persists(pv.Spec.Server))
-	// A short cell forks only if asked: persistence rdb or bgsave-every.
-	bg := startBGSaves(ctx, srv, bgsaveEvery(pv.Spec.Server, w))
-	var before, after *hostmetrics.Snapshot
-	hs, remote := srv.(HostSampler)
-	sampling := r.Sampler != nil || remote
-	// The server's processes are fixed once it started: asked once a
-	// cell, not at every sample.
-	pid, nodes := srv.PID(), NodePIDs(srv)
-	snap := func() *hostmetrics.Snapshot {
-		var s *hostmetrics.Snapshot
-		var err error
-		switch {
-		case remote:
-			// Not the cell's context: the last snapshot is taken after
-			// the bench ended it.
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			s, err = hs.SnapshotHost(sctx)
-			cancel()
-		case r.Sampler != nil:
-			s, err = r.Sampler.Snapshot(pid, nodes...)
-		}
-		if err != nil {
-			return nil
-		}
-		return s
-	}
-	mark := func(p lab.Phase) {
-		switch p {
-		case lab.PhaseWarmup: // the prefill is done and no warmup request is out
-			if iw != nil && w.Prefill {
-				iw.prefilled()
-			}
-		case lab.PhaseMeasure:
-			bg.windowOpened()
-			before = snap()
-		case lab.PhaseDrain:
-			after = snap()
-		}
-	}
-	// Without marks from the bencher, snapshots taken every SampleEvery
-	// during the bench are cut to the window the result reports.
-	var series []*hostmetrics.Snapshot
-	sampleDone := make(chan struct{})
-	sampleStop := make(chan struct{})
-	if sampling {
-		go func() {
-			defer close(sampleDone)
-			t := time.NewTicker(every(r.SampleEvery))
-			defer t.Stop()
-			for {
-				if s := snap(); s != nil {
-					series = append(series, s)
-				}
-				select {
-				case <-t.C:
-				case <-sampleStop:
-					return
-				}
-			}
-		}()
-	} else {
-		close(sampleDone)
-	}
-	nics := r.startNICs(cellCtx, every(r.SampleEvery))
-	res, err := r.bench(cellCtx, w, mark, rec)
-	asked, bgErrs := bg.finish()
-	rec.NIC = nics.finish(ctx, r, res)
-	close(sampleStop)
-	<-sampleDone
-	if s := snap(); s != nil {
-		series = append(series, s)
-	}
-	// A bench that lost the server can end before the process's exit is
-	// reported: give the report a moment, so the cell says the server
-	// died rather than that connections failed.
-	if res != nil && res.Stop.Reason == lab.StopServerLost {
-		select {
-		case <-watchDone:
-		case <-time.After(serverExitGrace):
-		}
-	}
-	cancel(nil)
-	<-watchDone
-	if before == nil || after == nil {
-		before, after = windowOf(series, res)
-	}
-	if iw != nil {
-		iw.finish(rec, res, w)
-		if persists(pv.Spec.Server) {
-			rec.BGSaves = asked
-			rec.Forks, rec.PersistenceNote = forkSummary(rec.Persistence, asked, bgErrs)
-		}
-	}
-	rec.Result = res
-
-	var serverErr error
-	select {
-	case serverErr = <-exited:
-	default:
-	}
-	switch {
-	case serverErr != nil:
-		r.fail(rec, fmt.Sprintf("server exited during the cell: %v", serverErr))
-	case ctx.Err() != nil:
-		r.fail(rec, "interrupted")
-	case res == nil && err != nil:
-		r.fail(rec, fmt.Sprintf("bench: %v", err))
-	case res == nil:
-		r.fail(rec, "bench returned no result")
-	default:
-		if why := judge(res); why != "" {
-			r.fail(rec, why)
-		} else {
-			rec.Status = StatusDone
-		}
-	}
-	if res == nil {
-		return
-	}
-	if before != nil && after != nil {
-		rec.Host = hostmetrics.Diff(before, after)
-		if ops := totalOps(res); ops > 0 {
-			// A cluster node's faults over all the cell's ops: each
-			// node's share of them.
-			for _, p := range rec.Host.Processes() {
-				p.MinorFaultsPerOp = float64(p.MinorFaults) / float64(ops)
-			}
-		}
-	}
-	lim := hostmetrics.Label(r.limitInput(res, rec))
-	rec.Limit = &lim
-	rec.ClientLimited = lim.ClientLimited
 }
 
 // judge says why a finished bench is not a valid cell, or "".

@@ -33,11 +33,18 @@ func testPlan(t *testing.T, spec string) *Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
+	asTheTableSays(c)
 	p, err := NewPlan(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// asTheTableSays stands in for the provider table (sweeps/session), which
+// says of the local provider that its hosts share loopback.
+func asTheTableSays(c *Campaign) {
+	c.Provider.NoLink = c.Provider.Kind == DefaultProvider
 }
 
 func newRunner(t *testing.T, dir string, p *Plan, do map[int]string) (*Runner, *fakeStarter, *fakeBench, *bytes.Buffer) {

@@ -76,28 +76,7 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 		},
 		"args": func(n *yaml.Node, p string) {
 			own = n
-			n = deref(n)
-			if n.Kind != yaml.SequenceNode {
-				d.fail(n, p, "want a list of arguments such as [--save, \"\"], got %s", kindName(n))
-				return
-			}
-			var mine []string
-			for i, el := range n.Content {
-				el = deref(el)
-				switch {
-				case el.Kind == yaml.ScalarNode && el.ShortTag() == "!!null":
-					mine = append(mine, "") // --save with nothing after it
-				case el.Kind == yaml.ScalarNode:
-					mine = append(mine, el.Value)
-				default:
-					d.fail(el, fmt.Sprintf("%s[%d]", p, i), "want an argument, got %s", kindName(el))
-				}
-			}
-			if len(mine) > 0 && !strings.HasPrefix(mine[0], "--") {
-				d.fail(n, p, "first argument %q is not an option; server args look like [--save, \"\"]", mine[0])
-			}
-			// Version args come after the campaign's: the server takes the last.
-			out.Args = append(append([]string(nil), out.Args...), mine...)
+			d.serverArgs(n, p, out)
 		},
 	}
 	for k, f := range extra {
@@ -105,9 +84,40 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 	}
 	d.mapping(n, path, fields)
 	d.checkCluster(path, out)
-	if own == nil || out.Persistence == "" {
+	if own != nil && out.Persistence != "" {
+		d.checkPersistenceArgs(own, path, out)
+	}
+}
+
+// serverArgs decodes an args list, added after the args out holds (a
+// version's come after the campaign's: the server takes the last).
+func (d *decoder) serverArgs(n *yaml.Node, p string, out *ServerSettings) {
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, p, "want a list of arguments such as [--save, \"\"], got %s", kindName(n))
 		return
 	}
+	var mine []string
+	for i, el := range n.Content {
+		el = deref(el)
+		switch {
+		case el.Kind == yaml.ScalarNode && el.ShortTag() == "!!null":
+			mine = append(mine, "") // --save with nothing after it
+		case el.Kind == yaml.ScalarNode:
+			mine = append(mine, el.Value)
+		default:
+			d.fail(el, fmt.Sprintf("%s[%d]", p, i), "want an argument, got %s", kindName(el))
+		}
+	}
+	if len(mine) > 0 && !strings.HasPrefix(mine[0], "--") {
+		d.fail(n, p, "first argument %q is not an option; server args look like [--save, \"\"]", mine[0])
+	}
+	out.Args = append(append([]string(nil), out.Args...), mine...)
+}
+
+// checkPersistenceArgs refuses args that set persistence beside a
+// persistence field; own is this block's field of the two.
+func (d *decoder) checkPersistenceArgs(own *yaml.Node, path string, out *ServerSettings) {
 	for _, a := range out.Args {
 		for _, flag := range infra.PersistenceArgs {
 			if a == flag {
@@ -128,90 +138,7 @@ func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) [
 	labels := map[string]int{}
 	for i, vn := range n.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		v := VersionSpec{Line: vn.Line, Server: defaults}
-		v.Server.Args = append([]string(nil), defaults.Args...)
-		var labelNode *yaml.Node
-		version := map[string]fieldFunc{
-			"store": func(n *yaml.Node, p string) {
-				d.str(n, p, &v.Store)
-				if v.Store != "" && !selectorRE.MatchString(v.Store) {
-					d.fail(n, p, "%q: use NAME@VERSION such as valkey@9.1 or redis@7.0", v.Store)
-				}
-			},
-			"runtime": func(n *yaml.Node, p string) {
-				d.str(n, p, &v.Runtime)
-				if v.Runtime != "" && !runtimeRE.MatchString(v.Runtime) {
-					d.fail(n, p, "%q is not a runtime suite name such as sid", v.Runtime)
-				}
-			},
-			"binary": func(n *yaml.Node, p string) {
-				d.str(n, p, &v.Binary)
-				if v.Binary != "" && !strings.HasPrefix(v.Binary, "/") {
-					d.fail(n, p, "%q: give an absolute path to the server binary", v.Binary)
-				}
-			},
-			"image": func(n *yaml.Node, p string) {
-				d.str(n, p, &v.Image)
-				if v.Image != "" && (strings.ContainsAny(v.Image, " \t") || !strings.Contains(v.Image, ":")) {
-					d.fail(n, p, "%q: give an image with its tag such as valkey/valkey:9.1.0", v.Image)
-				}
-			},
-			"label": func(n *yaml.Node, p string) {
-				labelNode = n
-				v.LabelGiven = true
-				d.str(n, p, &v.Label)
-				if v.Label != "" && !labelRE.MatchString(v.Label) {
-					d.fail(n, p, "%q: use letters, digits, . @ + - (it is part of every cell ID)", v.Label)
-				}
-			},
-			"env": func(n *yaml.Node, p string) {
-				n = deref(n)
-				if n.Kind != yaml.MappingNode {
-					d.fail(n, p, "want a mapping of NAME: value, got %s", kindName(n))
-					return
-				}
-				v.Env = map[string]string{}
-				for j := 0; j+1 < len(n.Content); j += 2 {
-					k := n.Content[j].Value
-					kp := join(p, k)
-					if !envKeyRE.MatchString(k) {
-						d.fail(n.Content[j], kp, "not an environment variable name")
-						continue
-					}
-					if _, dup := v.Env[k]; dup {
-						d.fail(n.Content[j], kp, "given twice")
-						continue
-					}
-					var s string
-					d.str(n.Content[j+1], kp, &s)
-					v.Env[k] = s
-				}
-			},
-		}
-		d.serverSettings(vn, p, &v.Server, version)
-		set := 0
-		for _, s := range []string{v.Store, v.Binary, v.Image} {
-			if s != "" {
-				set++
-			}
-		}
-		if deref(vn).Kind == yaml.MappingNode {
-			if set != 1 {
-				d.fail(vn, p, "give exactly one of store (valkey@9.1), binary (/path/to/server) or image (valkey/valkey:9.1.0)")
-			}
-			if v.Runtime != "" && v.Store == "" {
-				d.fail(vn, p+".runtime", "runtime applies to store versions only")
-			}
-		}
-		if v.Server.Cluster > 0 && v.Image != "" {
-			d.fail(v.Server.clusterAt, v.Server.clusterField, "a cluster's nodes are local processes (a store or binary version); %s runs one container on the server's port", v.Image)
-		}
-		if v.Label == "" {
-			v.Label = defaultLabel(v)
-		}
-		if v.Label == "" && set == 1 && (v.Image == "" || strings.Contains(v.Image, ":")) {
-			d.fail(vn, p+".label", "cannot derive a label from %q; add label: NAME", v.Selector())
-		}
+		v, labelNode := d.version(vn, p, defaults)
 		if v.Label != "" {
 			if prev, dup := labels[v.Label]; dup {
 				at := vn
@@ -225,6 +152,104 @@ func (d *decoder) versions(n *yaml.Node, path string, defaults ServerSettings) [
 		out = append(out, v)
 	}
 	return out
+}
+
+// version decodes one version over the campaign's server defaults; the
+// node of its label, when it gives one, is returned for errors about it.
+func (d *decoder) version(vn *yaml.Node, p string, defaults ServerSettings) (VersionSpec, *yaml.Node) {
+	v := VersionSpec{Line: vn.Line, Server: defaults}
+	v.Server.Args = append([]string(nil), defaults.Args...)
+	var labelNode *yaml.Node
+	d.serverSettings(vn, p, &v.Server, d.versionFields(&v, &labelNode))
+	set := 0
+	for _, s := range []string{v.Store, v.Binary, v.Image} {
+		if s != "" {
+			set++
+		}
+	}
+	if deref(vn).Kind == yaml.MappingNode {
+		if set != 1 {
+			d.fail(vn, p, "give exactly one of store (valkey@9.1), binary (/path/to/server) or image (valkey/valkey:9.1.0)")
+		}
+		if v.Runtime != "" && v.Store == "" {
+			d.fail(vn, p+".runtime", "runtime applies to store versions only")
+		}
+	}
+	if v.Server.Cluster > 0 && v.Image != "" {
+		d.fail(v.Server.clusterAt, v.Server.clusterField, "a cluster's nodes are local processes (a store or binary version); %s runs one container on the server's port", v.Image)
+	}
+	if v.Label == "" {
+		v.Label = defaultLabel(v)
+	}
+	if v.Label == "" && set == 1 && (v.Image == "" || strings.Contains(v.Image, ":")) {
+		d.fail(vn, p+".label", "cannot derive a label from %q; add label: NAME", v.Selector())
+	}
+	return v, labelNode
+}
+
+// versionFields are a version's own fields beside the server settings.
+func (d *decoder) versionFields(v *VersionSpec, labelNode **yaml.Node) map[string]fieldFunc {
+	return map[string]fieldFunc{
+		"store": func(n *yaml.Node, p string) {
+			d.str(n, p, &v.Store)
+			if v.Store != "" && !selectorRE.MatchString(v.Store) {
+				d.fail(n, p, "%q: use NAME@VERSION such as valkey@9.1 or redis@7.0", v.Store)
+			}
+		},
+		"runtime": func(n *yaml.Node, p string) {
+			d.str(n, p, &v.Runtime)
+			if v.Runtime != "" && !runtimeRE.MatchString(v.Runtime) {
+				d.fail(n, p, "%q is not a runtime suite name such as sid", v.Runtime)
+			}
+		},
+		"binary": func(n *yaml.Node, p string) {
+			d.str(n, p, &v.Binary)
+			if v.Binary != "" && !strings.HasPrefix(v.Binary, "/") {
+				d.fail(n, p, "%q: give an absolute path to the server binary", v.Binary)
+			}
+		},
+		"image": func(n *yaml.Node, p string) {
+			d.str(n, p, &v.Image)
+			if v.Image != "" && (strings.ContainsAny(v.Image, " \t") || !strings.Contains(v.Image, ":")) {
+				d.fail(n, p, "%q: give an image with its tag such as valkey/valkey:9.1.0", v.Image)
+			}
+		},
+		"label": func(n *yaml.Node, p string) {
+			*labelNode = n
+			v.LabelGiven = true
+			d.str(n, p, &v.Label)
+			if v.Label != "" && !labelRE.MatchString(v.Label) {
+				d.fail(n, p, "%q: use letters, digits, . @ + - (it is part of every cell ID)", v.Label)
+			}
+		},
+		"env": func(n *yaml.Node, p string) { v.Env = d.versionEnv(n, p) },
+	}
+}
+
+// versionEnv decodes a version's env mapping of NAME: value.
+func (d *decoder) versionEnv(n *yaml.Node, p string) map[string]string {
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, p, "want a mapping of NAME: value, got %s", kindName(n))
+		return nil
+	}
+	env := map[string]string{}
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k := n.Content[j].Value
+		kp := join(p, k)
+		if !envKeyRE.MatchString(k) {
+			d.fail(n.Content[j], kp, "not an environment variable name")
+			continue
+		}
+		if _, dup := env[k]; dup {
+			d.fail(n.Content[j], kp, "given twice")
+			continue
+		}
+		var s string
+		d.str(n.Content[j+1], kp, &s)
+		env[k] = s
+	}
+	return env
 }
 
 // defaultLabel names a version in cell IDs before its real version is known:

@@ -37,105 +37,147 @@ func ApplyWith(ctx context.Context, h Host, p Profile, save func(Snapshot) error
 			return Snapshot{}, Report{}, fmt.Errorf("apply: save snapshot: %w", err)
 		}
 	}
-	fail := func(err error) (Snapshot, Report, error) {
-		if rerr := Revert(context.WithoutCancel(ctx), h, snap); rerr != nil {
-			return snap, Report{}, fmt.Errorf("apply: %w; rollback incomplete: %v", err, rerr)
+	a := &applier{h: h, p: p, save: save, snap: snap, d: pl.Desired, cur: pl.Current}
+	for _, step := range []func(context.Context) error{a.stopIrqbalance, a.setQueues, a.pinIRQs, a.setSysctls, a.runIrqbalance} {
+		if err := step(ctx); err != nil {
+			return a.rollBack(ctx, err)
 		}
-		return snap, Report{}, fmt.Errorf("apply: %w (rolled back to the snapshot)", err)
 	}
-	d := pl.Desired
-	cur := pl.Current
+	rep, err := Verify(ctx, h, p)
+	if err != nil {
+		return a.rollBack(ctx, fmt.Errorf("verify after apply: %w", err))
+	}
+	if !rep.OK {
+		return a.rollBack(ctx, fmt.Errorf("verify after apply: %d drifts, first: %s", len(rep.Drifts), rep.Drifts[0]))
+	}
+	return a.snap, rep, nil
+}
 
-	if ib := cur.Irqbalance; ib != nil && ib.Present && ib.Active && d.Irqbalance == IrqbalanceStopped {
-		if err := h.Services.Stop(ctx, IrqbalanceUnit); err != nil {
-			return fail(err)
-		}
+// applier is one Apply under way: the snapshot (grown when a queue change
+// brings new IRQs), what is wanted and what was there.
+type applier struct {
+	h    Host
+	p    Profile
+	save func(Snapshot) error
+	snap Snapshot
+	d    Desired
+	cur  State
+}
+
+// rollBack restores the snapshot after err.
+func (a *applier) rollBack(ctx context.Context, err error) (Snapshot, Report, error) {
+	if rerr := Revert(context.WithoutCancel(ctx), a.h, a.snap); rerr != nil {
+		return a.snap, Report{}, fmt.Errorf("apply: %w; rollback incomplete: %v", err, rerr)
 	}
-	if d.Queues != nil && cur.Queues != nil && !queuesMatch(*cur.Queues, *d.Queues) {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
+	return a.snap, Report{}, fmt.Errorf("apply: %w (rolled back to the snapshot)", err)
+}
+
+// stopIrqbalance stops irqbalance first, so it cannot move IRQs while
+// they are pinned.
+func (a *applier) stopIrqbalance(ctx context.Context) error {
+	if ib := a.cur.Irqbalance; ib != nil && ib.Present && ib.Active && a.d.Irqbalance == IrqbalanceStopped {
+		return a.h.Services.Stop(ctx, IrqbalanceUnit)
+	}
+	return nil
+}
+
+// setQueues sets the queue counts. Drivers may free and request IRQs
+// again on a queue change: the pins are then decided again from the NIC
+// as it is now, and the snapshot takes in the IRQs it did not have.
+func (a *applier) setQueues(ctx context.Context) error {
+	d, cur := a.d, a.cur
+	if d.Queues == nil || cur.Queues == nil || queuesMatch(*cur.Queues, *d.Queues) {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := a.h.Channels.SetChannels(ctx, d.NIC, *d.Queues); err != nil {
+		return err
+	}
+	facts, err := ReadFacts(ctx, a.h, a.p)
+	if err != nil {
+		return err
+	}
+	if d, err = Resolve(a.p, facts); err != nil {
+		return err
+	}
+	a.d = narrow(a.h, d)
+	for _, pin := range a.d.IRQs {
+		if slices.ContainsFunc(a.snap.State.IRQs, func(x IRQAffinity) bool { return x.IRQ == pin.IRQ }) {
+			continue
 		}
-		if err := h.Channels.SetChannels(ctx, d.NIC, *d.Queues); err != nil {
-			return fail(err)
-		}
-		// Drivers may free and request IRQs again on a queue change:
-		// decide the pins from the NIC as it is now.
-		facts, err := ReadFacts(ctx, h, p)
+		cpus, err := readAffinity(a.h.FS, pin.IRQ)
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		if d, err = Resolve(p, facts); err != nil {
-			return fail(err)
-		}
-		d = narrow(h, d)
-		for _, pin := range d.IRQs {
-			if !slices.ContainsFunc(snap.State.IRQs, func(a IRQAffinity) bool { return a.IRQ == pin.IRQ }) {
-				cpus, err := readAffinity(h.FS, pin.IRQ)
-				if err != nil {
-					return fail(err)
-				}
-				snap.State.IRQs = append(snap.State.IRQs, IRQAffinity{IRQ: pin.IRQ, Name: pin.Name, CPUs: cpus})
-				if save != nil {
-					if err := save(snap); err != nil {
-						return fail(fmt.Errorf("save snapshot: %w", err))
-					}
-				}
+		a.snap.State.IRQs = append(a.snap.State.IRQs, IRQAffinity{IRQ: pin.IRQ, Name: pin.Name, CPUs: cpus})
+		if a.save != nil {
+			if err := a.save(a.snap); err != nil {
+				return fmt.Errorf("save snapshot: %w", err)
 			}
 		}
 	}
+	return nil
+}
+
+// pinIRQs writes each IRQ's affinity that differs.
+func (a *applier) pinIRQs(ctx context.Context) error {
 	have := map[int]cpus.List{}
-	for _, a := range snap.State.IRQs {
-		have[a.IRQ] = a.CPUs
+	for _, x := range a.snap.State.IRQs {
+		have[x.IRQ] = x.CPUs
 	}
-	for _, pin := range d.IRQs {
+	for _, pin := range a.d.IRQs {
 		if err := ctx.Err(); err != nil {
-			return fail(err)
+			return err
 		}
 		if have[pin.IRQ].Equal(pin.CPUs) {
 			continue
 		}
-		if err := writeValue(h.FS, affinityPath(pin.IRQ), pin.CPUs.String()); err != nil {
-			return fail(fmt.Errorf("pin IRQ %d (%s) to CPUs %s: %w", pin.IRQ, pin.Name, pin.CPUs, err))
+		if err := writeValue(a.h.FS, affinityPath(pin.IRQ), pin.CPUs.String()); err != nil {
+			return fmt.Errorf("pin IRQ %d (%s) to CPUs %s: %w", pin.IRQ, pin.Name, pin.CPUs, err)
 		}
 	}
-	for _, s := range d.Sysctls {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
-		}
-		if err := writeValue(h.FS, sysctlPath(s.Name), s.Value); err != nil {
-			return fail(fmt.Errorf("set sysctl %s: %w", s.Name, err))
-		}
-	}
-	if ib := cur.Irqbalance; ib != nil && d.Irqbalance == IrqbalanceRunning {
-		old := ""
-		if ib.Config != nil {
-			old = *ib.Config
-		}
-		want := irqbalanceConfig(old, d.IrqbalanceBanned, d.IrqbalanceBanIRQs)
-		if want != old {
-			if err := h.FS.WriteFile(ib.ConfigPath, []byte(want)); err != nil {
-				return fail(&RefusedError{Path: ib.ConfigPath, Value: configSummary(want), Err: err})
-			}
-		}
-		switch {
-		case !ib.Active:
-			err = h.Services.Start(ctx, IrqbalanceUnit)
-		case want != old:
-			err = h.Services.Restart(ctx, IrqbalanceUnit)
-		}
-		if err != nil {
-			return fail(err)
-		}
-	}
+	return nil
+}
 
-	rep, err := Verify(ctx, h, p)
-	if err != nil {
-		return fail(fmt.Errorf("verify after apply: %w", err))
+// setSysctls writes the profile's sysctls.
+func (a *applier) setSysctls(ctx context.Context) error {
+	for _, s := range a.d.Sysctls {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := writeValue(a.h.FS, sysctlPath(s.Name), s.Value); err != nil {
+			return fmt.Errorf("set sysctl %s: %w", s.Name, err)
+		}
 	}
-	if !rep.OK {
-		return fail(fmt.Errorf("verify after apply: %d drifts, first: %s", len(rep.Drifts), rep.Drifts[0]))
+	return nil
+}
+
+// runIrqbalance, when irqbalance is to run, writes its config (banned
+// CPUs and IRQs) and starts or restarts it.
+func (a *applier) runIrqbalance(ctx context.Context) error {
+	ib := a.cur.Irqbalance
+	if ib == nil || a.d.Irqbalance != IrqbalanceRunning {
+		return nil
 	}
-	return snap, rep, nil
+	old := ""
+	if ib.Config != nil {
+		old = *ib.Config
+	}
+	want := irqbalanceConfig(old, a.d.IrqbalanceBanned, a.d.IrqbalanceBanIRQs)
+	if want != old {
+		if err := a.h.FS.WriteFile(ib.ConfigPath, []byte(want)); err != nil {
+			return &RefusedError{Path: ib.ConfigPath, Value: configSummary(want), Err: err}
+		}
+	}
+	switch {
+	case !ib.Active:
+		return a.h.Services.Start(ctx, IrqbalanceUnit)
+	case want != old:
+		return a.h.Services.Restart(ctx, IrqbalanceUnit)
+	}
+	return nil
 }
 
 // Revert restores a snapshot, writing only what differs from it now: sysctls,
@@ -153,16 +195,23 @@ func Revert(ctx context.Context, h Host, snap Snapshot) error {
 			errs = append(errs, err)
 		}
 	}
-
-	var ibNow IrqbalanceState
 	if want.Irqbalance != nil {
-		var err error
-		if ibNow, err = readIrqbalance(ctx, h); err != nil {
+		if ibNow, err := readIrqbalance(ctx, h); err != nil {
 			note(err)
 		} else if ibNow.Present && ibNow.Active && !want.Irqbalance.Active {
 			note(h.Services.Stop(ctx, IrqbalanceUnit))
 		}
 	}
+	for _, step := range []func(context.Context, Host, State, func(error)){revertSysctls, revertQueues, revertIRQs, revertIrqbalance} {
+		step(ctx, h, want, note)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("revert: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func revertSysctls(_ context.Context, h Host, want State, note func(error)) {
 	for _, s := range want.Sysctls {
 		if got, err := readSysctl(h.FS, s.Name); err == nil && normalizeSysctl(got) == normalizeSysctl(s.Value) {
 			continue
@@ -171,19 +220,26 @@ func Revert(ctx context.Context, h Host, snap Snapshot) error {
 			note(fmt.Errorf("restore sysctl %s: %w", s.Name, err))
 		}
 	}
-	if want.Queues != nil {
-		ch, err := h.Channels.Channels(ctx, want.NIC)
-		switch {
-		case err != nil:
-			note(fmt.Errorf("restore queue counts: %w", err))
-		case ch.Counts() != *want.Queues:
-			note(h.Channels.SetChannels(ctx, want.NIC, *want.Queues))
-		}
+}
+
+func revertQueues(ctx context.Context, h Host, want State, note func(error)) {
+	if want.Queues == nil {
+		return
 	}
+	ch, err := h.Channels.Channels(ctx, want.NIC)
+	switch {
+	case err != nil:
+		note(fmt.Errorf("restore queue counts: %w", err))
+	case ch.Counts() != *want.Queues:
+		note(h.Channels.SetChannels(ctx, want.NIC, *want.Queues))
+	}
+}
+
+func revertIRQs(ctx context.Context, h Host, want State, note func(error)) {
 	for _, a := range want.IRQs {
 		if ctx.Err() != nil {
 			note(ctx.Err())
-			break
+			return
 		}
 		if got, err := readAffinity(h.FS, a.IRQ); err == nil && got.Equal(a.CPUs) {
 			continue
@@ -192,37 +248,41 @@ func Revert(ctx context.Context, h Host, snap Snapshot) error {
 			note(fmt.Errorf("restore IRQ %d (%s) to CPUs %s: %w", a.IRQ, a.Name, a.CPUs, err))
 		}
 	}
-	if ib := want.Irqbalance; ib != nil && ib.Present {
-		configChanged := false
-		cur, err := h.FS.ReadFile(ib.ConfigPath)
-		switch {
-		case ib.Config == nil && err == nil:
-			configChanged = true
-			if err := h.FS.Remove(ib.ConfigPath); err != nil {
-				note(fmt.Errorf("restore %s (remove it): %w", ib.ConfigPath, err))
-			}
-		case ib.Config != nil && (err != nil || string(cur) != *ib.Config):
-			configChanged = true
-			if err := h.FS.WriteFile(ib.ConfigPath, []byte(*ib.Config)); err != nil {
-				note(&RefusedError{Path: ib.ConfigPath, Value: configSummary(*ib.Config), Err: err})
-			}
+}
+
+// revertIrqbalance restores irqbalance's config file, then starts it
+// again when it ran (restarted when its config changed).
+func revertIrqbalance(ctx context.Context, h Host, want State, note func(error)) {
+	ib := want.Irqbalance
+	if ib == nil || !ib.Present {
+		return
+	}
+	configChanged := false
+	cur, err := h.FS.ReadFile(ib.ConfigPath)
+	switch {
+	case ib.Config == nil && err == nil:
+		configChanged = true
+		if err := h.FS.Remove(ib.ConfigPath); err != nil {
+			note(fmt.Errorf("restore %s (remove it): %w", ib.ConfigPath, err))
 		}
-		if ib.Active {
-			now, err := h.Services.Status(ctx, IrqbalanceUnit)
-			switch {
-			case err != nil:
-				note(err)
-			case !now.Active:
-				note(h.Services.Start(ctx, IrqbalanceUnit))
-			case configChanged:
-				note(h.Services.Restart(ctx, IrqbalanceUnit))
-			}
+	case ib.Config != nil && (err != nil || string(cur) != *ib.Config):
+		configChanged = true
+		if err := h.FS.WriteFile(ib.ConfigPath, []byte(*ib.Config)); err != nil {
+			note(&RefusedError{Path: ib.ConfigPath, Value: configSummary(*ib.Config), Err: err})
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("revert: %w", errors.Join(errs...))
+	if !ib.Active {
+		return
 	}
-	return nil
+	now, err := h.Services.Status(ctx, IrqbalanceUnit)
+	switch {
+	case err != nil:
+		note(err)
+	case !now.Active:
+		note(h.Services.Start(ctx, IrqbalanceUnit))
+	case configChanged:
+		note(h.Services.Restart(ctx, IrqbalanceUnit))
+	}
 }
 
 // CaptureLike reads the host's current state over exactly what a snapshot

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/cpus"
 )
 
@@ -32,13 +32,7 @@ func parseCPUSet(s string) (cpus.List, error) {
 }
 
 // readString reads a one-value file and trims the trailing newline.
-func readString(f FS, name string) (string, error) {
-	b, err := f.ReadFile(name)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+func readString(f FS, name string) (string, error) { return kernel.ReadValue(f, name) }
 
 // writeValue writes one value and wraps a refusal with the file and value, the
 // two things an operator needs to reproduce it by hand.

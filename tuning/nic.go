@@ -1,16 +1,16 @@
 package tuning
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // IRQ is one interrupt line as /proc/interrupts names it.
@@ -35,51 +35,6 @@ type NIC struct {
 
 // ErrUnknownInterface is returned for an interface the host does not have.
 var ErrUnknownInterface = errors.New("unknown interface")
-
-// InterruptLine is one numbered line of /proc/interrupts.
-type InterruptLine struct {
-	IRQ  int
-	Name string // the last column, the action's name
-}
-
-// ParseInterrupts reads /proc/interrupts and returns its numbered lines
-// (architecture lines such as NMI and LOC carry no IRQ number and are
-// skipped).
-func ParseInterrupts(r io.Reader) ([]InterruptLine, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	if !sc.Scan() {
-		return nil, errors.New("empty file")
-	}
-	ncpu := len(strings.Fields(sc.Text())) // header: CPU0 CPU1 ...
-	var out []InterruptLine
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
-		}
-		num, err := strconv.Atoi(strings.TrimSuffix(fields[0], ":"))
-		if err != nil || !strings.HasSuffix(fields[0], ":") {
-			continue
-		}
-		// Counts, the chip, the hwirq and trigger ("81920 Edge" on ARM,
-		// "1048576-edge" on x86), then the action's name. An IRQ whose
-		// driver freed it (ENA's queues beyond a reduced count) has no name.
-		name := ""
-		if rest := fields[min(len(fields), 1+ncpu):]; len(rest) > 2 && !isTriggerField(rest[len(rest)-1]) {
-			name = rest[len(rest)-1]
-		}
-		out = append(out, InterruptLine{IRQ: num, Name: name})
-	}
-	return out, sc.Err()
-}
-
-// isTriggerField reports whether a /proc/interrupts field is the trigger
-// type column rather than a name.
-func isTriggerField(f string) bool {
-	l := strings.ToLower(f)
-	return l == "edge" || l == "level" || strings.HasSuffix(l, "-edge") || strings.HasSuffix(l, "-level")
-}
 
 // ReadNIC finds an interface and its queue IRQs. The device's MSI vectors
 // (msi_irqs under the device, or under its PCI parent for virtio) say which
@@ -135,7 +90,7 @@ func ReadNIC(f FS, name string) (NIC, error) {
 	if err != nil {
 		return nic, fmt.Errorf("read /proc/interrupts: %w", err)
 	}
-	lines, err := ParseInterrupts(bytes.NewReader(raw))
+	lines, err := kernel.ParseInterrupts(bytes.NewReader(raw))
 	if err != nil {
 		return nic, fmt.Errorf("parse /proc/interrupts: %w", err)
 	}

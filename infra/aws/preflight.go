@@ -485,9 +485,28 @@ type dryRun struct {
 // the parameters they will have (what exists only once up made it is
 // named by made-up IDs).
 func (pf *preflight) dryRuns(ctx context.Context, campaign, ami string) {
+	now := time.Now().UTC()
+	runs := pf.createRuns(campaign, now)
+	if launch, ok := pf.launchRun(campaign, ami, now); ok {
+		runs = append(runs, launch)
+	} else {
+		pf.r.add("ec2:RunInstances", Unknown, "no image or zone to ask with (see above)")
+	}
+	runs = append(runs, pf.downRuns(campaign, now)...)
+	for _, d := range runs {
+		err := d.call(ctx)
+		pf.dryRunResult(ctx, d.action, err)
+		if d.note != nil && *d.note != "" && errorCode(err) == "DryRunOperation" {
+			pf.r.Checks[len(pf.r.Checks)-1].Why += *d.note
+		}
+	}
+}
+
+// createRuns are the calls up makes before the launch: the placement
+// group, the security group and its rule, the key pair.
+func (pf *preflight) createRuns(campaign string, now time.Time) []dryRun {
 	p, cfg := pf.p, pf.p.cfg
 	name := resourceName(campaign, p.Owner())
-	now := time.Now().UTC()
 	spec := p.tagSpecs(campaign, p.Owner(), now)
 	dry := sdkaws.Bool(true)
 	runs := []dryRun{
@@ -524,25 +543,42 @@ func (pf *preflight) dryRuns(ctx context.Context, campaign, ami string) {
 			return err
 		}})
 	}
-	if zone := firstOr(pf.r.Zones, ""); ami != "" && zone != "" {
-		var note string
-		runs = append(runs, dryRun{action: "ec2:RunInstances", note: &note, call: func(ctx context.Context) error {
-			in := p.runInput(name, ami, madeUpGroup, zone, spec, cfg.InstanceCount())
-			in.DryRun = dry
-			_, err := p.ec2.RunInstances(ctx, in)
-			if code := errorCode(err); notFoundCodes[code] {
-				// The group, key and security group are up's to create
-				// first: asked again without them, the launch itself is.
-				in.KeyName, in.SecurityGroupIds, in.Placement.GroupName = nil, nil, nil
-				_, err = p.ec2.RunInstances(ctx, in)
-				note = fmt.Sprintf("; asked without the placement group, key pair and security group, which up creates first (%s)", code)
-			}
-			return err
-		}})
-	} else {
-		pf.r.add("ec2:RunInstances", Unknown, "no image or zone to ask with (see above)")
+	return runs
+}
+
+// launchRun is up's RunInstances, when there is an image and a zone to
+// ask with.
+func (pf *preflight) launchRun(campaign, ami string, now time.Time) (dryRun, bool) {
+	p, cfg := pf.p, pf.p.cfg
+	name := resourceName(campaign, p.Owner())
+	spec := p.tagSpecs(campaign, p.Owner(), now)
+	dry := sdkaws.Bool(true)
+	zone := firstOr(pf.r.Zones, "")
+	if ami == "" || zone == "" {
+		return dryRun{}, false
 	}
-	runs = append(runs,
+	var note string
+	return dryRun{action: "ec2:RunInstances", note: &note, call: func(ctx context.Context) error {
+		in := p.runInput(name, ami, madeUpGroup, zone, spec, cfg.InstanceCount())
+		in.DryRun = dry
+		_, err := p.ec2.RunInstances(ctx, in)
+		if code := errorCode(err); notFoundCodes[code] {
+			// The group, key and security group are up's to create
+			// first: asked again without them, the launch itself is.
+			in.KeyName, in.SecurityGroupIds, in.Placement.GroupName = nil, nil, nil
+			_, err = p.ec2.RunInstances(ctx, in)
+			note = fmt.Sprintf("; asked without the placement group, key pair and security group, which up creates first (%s)", code)
+		}
+		return err
+	}}, true
+}
+
+// downRuns are the calls the lease, down and gc make.
+func (pf *preflight) downRuns(campaign string, now time.Time) []dryRun {
+	p := pf.p
+	name := resourceName(campaign, p.Owner())
+	dry := sdkaws.Bool(true)
+	return []dryRun{
 		dryRun{action: "ec2:CreateTags", call: func(ctx context.Context) error {
 			_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{DryRun: dry, Resources: []string{madeUpInstance},
 				Tags: []types.Tag{{Key: sdkaws.String(TagLease), Value: sdkaws.String(now.Format(time.RFC3339))}}})
@@ -576,13 +612,6 @@ func (pf *preflight) dryRuns(ctx context.Context, campaign, ami string) {
 			_, err := p.ec2.DescribeKeyPairs(ctx, &ec2.DescribeKeyPairsInput{DryRun: dry})
 			return err
 		}},
-	)
-	for _, d := range runs {
-		err := d.call(ctx)
-		pf.dryRunResult(ctx, d.action, err)
-		if d.note != nil && *d.note != "" && errorCode(err) == "DryRunOperation" {
-			pf.r.Checks[len(pf.r.Checks)-1].Why += *d.note
-		}
 	}
 }
 

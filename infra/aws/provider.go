@@ -340,30 +340,8 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		}
 		p.logf("aws: leftovers of campaign %s: %v", s.Campaign, err)
 	}
-	arch, err := p.architecture(ctx)
+	insts, keyFile, err := p.launchPair(ctx, s, name, owner, spec)
 	if err != nil {
-		return infra.Pair{}, err
-	}
-	ami, err := p.ami(ctx, arch)
-	if err != nil {
-		return infra.Pair{}, err
-	}
-	keyFile, err := p.keyPair(ctx, name, s.Dir, spec(types.ResourceTypeKeyPair))
-	if err != nil {
-		return infra.Pair{}, err
-	}
-	if err := p.placementGroup(ctx, name, spec(types.ResourceTypePlacementGroup)); err != nil {
-		return infra.Pair{}, err
-	}
-	sgID, err := p.securityGroup(ctx, name, s.Campaign, owner, spec(types.ResourceTypeSecurityGroup))
-	if err != nil {
-		return infra.Pair{}, err
-	}
-	insts, err := p.launch(ctx, name, ami, sgID, spec, 1+s.ClientCount())
-	if err != nil {
-		return infra.Pair{}, err
-	}
-	if insts, err = p.waitRunning(ctx, insts); err != nil {
 		return infra.Pair{}, err
 	}
 	p.mu.Lock()
@@ -382,6 +360,36 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 		pair.Clients = hosts[1:]
 	}
 	return pair, nil
+}
+
+// launchPair makes what the instances need (key pair, placement group,
+// security group) and launches the server and its clients from the
+// region's image for the type's architecture, running when it returns;
+// keyFile is the private key's path.
+func (p *Provider) launchPair(ctx context.Context, s infra.Spec, name, owner string, spec func(types.ResourceType) []types.TagSpecification) (insts []Instance, keyFile string, err error) {
+	arch, err := p.architecture(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	ami, err := p.ami(ctx, arch)
+	if err != nil {
+		return nil, "", err
+	}
+	if keyFile, err = p.keyPair(ctx, name, s.Dir, spec(types.ResourceTypeKeyPair)); err != nil {
+		return nil, "", err
+	}
+	if err := p.placementGroup(ctx, name, spec(types.ResourceTypePlacementGroup)); err != nil {
+		return nil, "", err
+	}
+	sgID, err := p.securityGroup(ctx, name, s.Campaign, owner, spec(types.ResourceTypeSecurityGroup))
+	if err != nil {
+		return nil, "", err
+	}
+	if insts, err = p.launch(ctx, name, ami, sgID, spec, 1+s.ClientCount()); err != nil {
+		return nil, "", err
+	}
+	insts, err = p.waitRunning(ctx, insts)
+	return insts, keyFile, err
 }
 
 // tagSpecs are the tags of what Up creates at now, by resource type.

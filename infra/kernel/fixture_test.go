@@ -237,3 +237,26 @@ func writeFile(t *testing.T, root, name, s string) {
 		t.Fatal(err)
 	}
 }
+
+func TestFixtureMemAvailable(t *testing.T) {
+	if got, err := fixture.MemAvailable(); err != nil || got != 4<<30 {
+		t.Errorf("MemAvailable = %d, %v; want 4 GiB", got, err)
+	}
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"MemTotal:  8000 kB\nMemFree: 10 kB\nMemAvailable:    2048 kB\n", 2048 << 10, true},
+		{"MemTotal:  8000 kB\n", 0, false},
+		{"MemAvailable: x kB\n", 0, false},
+	} {
+		got, err := parseMemAvailable(strings.NewReader(tc.in))
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseMemAvailable(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+	if _, err := (FS{Root: t.TempDir()}).MemAvailable(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no meminfo under the root: %v, want fs.ErrNotExist", err)
+	}
+}

@@ -201,3 +201,36 @@ func (f FS) Interfaces() ([]Interface, error) {
 	}
 	return out, nil
 }
+
+// MemAvailable reads the host's available memory (MemAvailable in
+// /proc/meminfo), in bytes.
+func (f FS) MemAvailable() (int64, error) {
+	fh, err := os.Open(f.Path("/proc/meminfo"))
+	if err != nil {
+		return 0, fmt.Errorf("read available memory: %w", err)
+	}
+	defer fh.Close()
+	n, err := parseMemAvailable(fh)
+	if err != nil {
+		return 0, fmt.Errorf("read available memory: %s: %w", f.Path("/proc/meminfo"), err)
+	}
+	return n, nil
+}
+
+func parseMemAvailable(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("MemAvailable %q: %w", fields[1], err)
+			}
+			return kb << 10, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no MemAvailable line")
+}

@@ -58,6 +58,16 @@ type NetPlace struct {
 	Listen func(network, addr string) (net.Listener, error)
 }
 
+// NetPlaceOf is where a launcher starts servers on h and reaches them:
+// inside h's network namespace; nil is this process's own.
+func NetPlaceOf(h infra.Entered) *NetPlace {
+	wrap := h.Enter()
+	if wrap == nil {
+		return nil
+	}
+	return &NetPlace{Wrap: wrap, Dial: h.DialContext, Listen: h.Listen}
+}
+
 func (n *NetPlace) listen(network, addr string) (net.Listener, error) {
 	if n == nil || n.Listen == nil {
 		return net.Listen(network, addr)
@@ -68,54 +78,12 @@ func (n *NetPlace) listen(network, addr string) (net.Listener, error) {
 // Start implements infra.Launcher.
 func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server, error) {
 	kindGiven := s.Kind != "" || l.Identity.Kind != ""
-	if s.Kind == "" {
-		s.Kind = l.Identity.Kind
-	}
-	if s.Version == "" {
-		s.Version = l.Identity.Version
-	}
-	if s.Bind == "" {
-		s.Bind = "127.0.0.1"
-	}
-	if err := s.Validate(); err != nil {
+	if err := l.settle(&s); err != nil {
 		return nil, err
 	}
-	if err := debpkg.CheckBinary(l.Binary, debpkg.DpkgArch(runtime.GOARCH)); err != nil {
-		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
-	}
-	if s.Port == 0 {
-		p, err := freePortIn(l.Net, s.Bind)
-		if err != nil {
-			return nil, err
-		}
-		s.Port = p
-	} else if err := portFree(l.Net, s.Bind, s.Port); err != nil {
+	logDir, stls, err := l.serverFiles(&s)
+	if err != nil {
 		return nil, err
-	}
-	// Refused before a log directory or certificate is made; the
-	// certificate files are only named once they exist.
-	probe := s
-	if probe.TLS && probe.TLSFiles == nil {
-		probe.TLSFiles = &tlsgen.Files{}
-	}
-	if _, err := probe.Args(); err != nil {
-		return nil, err
-	}
-	logDir := s.LogDir
-	var err error
-	if logDir == "" {
-		if logDir, err = os.MkdirTemp("", "linerate-server-"); err != nil {
-			return nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
-		}
-	}
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
-	}
-	var stls *infra.ServerTLS
-	if s.TLS {
-		if stls, err = serverTLS(&s, logDir); err != nil {
-			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
-		}
 	}
 	args, err := s.Args()
 	if err != nil {
@@ -127,7 +95,97 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
 	}
 	defer logf.Close()
+	srv := &localServer{
+		cmd: l.command(s, args, logDir, logf), settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
+		kernel: l.Kernel, net: l.Net,
+	}
+	if stls != nil {
+		if srv.tls, err = stls.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+		}
+	}
+	cpus, _ := s.PinCPUs() // Validate parsed them
+	started := time.Now()
+	if err := startHeld(srv.cmd, cpus, srv.done); err != nil {
+		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+	}
+	id := l.Identity
+	id.Env = append(append([]string(nil), id.Env...), s.Env...)
+	if id.Kind == "" {
+		id.Kind = s.KindOrDefault()
+	}
+	id.BinarySHA = fileSHA256(l.Binary)
+	srv.facts = infra.ServerFacts{Identity: id, Argv: append([]string{l.Binary}, args...), PID: srv.cmd.Process.Pid,
+		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started, TLS: stls}
+	go srv.wait()
+	if err := l.checkStarted(ctx, srv, s, cpus, kindGiven); err != nil {
+		_ = srv.Stop(context.Background())
+		return nil, err
+	}
+	return srv, nil
+}
 
+// settle fills what s leaves to the launcher (kind, version, address,
+// a free port) and refuses what cannot start: bad settings, a binary for
+// another machine, a port in use, server arguments that do not form.
+func (l *Local) settle(s *infra.ServerSettings) error {
+	if s.Kind == "" {
+		s.Kind = l.Identity.Kind
+	}
+	if s.Version == "" {
+		s.Version = l.Identity.Version
+	}
+	if s.Bind == "" {
+		s.Bind = "127.0.0.1"
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := debpkg.CheckBinary(l.Binary, debpkg.DpkgArch(runtime.GOARCH)); err != nil {
+		return fmt.Errorf("start %s: %w", l.Binary, err)
+	}
+	if s.Port == 0 {
+		p, err := freePortIn(l.Net, s.Bind)
+		if err != nil {
+			return err
+		}
+		s.Port = p
+	} else if err := portFree(l.Net, s.Bind, s.Port); err != nil {
+		return err
+	}
+	// Refused before a log directory or certificate is made; the
+	// certificate files are only named once they exist.
+	probe := *s
+	if probe.TLS && probe.TLSFiles == nil {
+		probe.TLSFiles = &tlsgen.Files{}
+	}
+	_, err := probe.Args()
+	return err
+}
+
+// serverFiles makes the server's log directory (a temporary one when s
+// names none) and, for TLS, its certificates there.
+func (l *Local) serverFiles(s *infra.ServerSettings) (logDir string, stls *infra.ServerTLS, err error) {
+	logDir = s.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "linerate-server-"); err != nil {
+			return "", nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
+		}
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("start %s: log dir: %w", l.Binary, err)
+	}
+	if s.TLS {
+		if stls, err = serverTLS(s, logDir); err != nil {
+			return "", nil, fmt.Errorf("start %s: %w", l.Binary, err)
+		}
+	}
+	return logDir, stls, nil
+}
+
+// command is the server's process, in the launcher's network namespace
+// when it has one, writing into logf.
+func (l *Local) command(s infra.ServerSettings, args []string, logDir string, logf *os.File) *exec.Cmd {
 	argv := append([]string{l.Binary}, args...)
 	if l.Net != nil {
 		// ip netns exec execs the server: the PID stays the server's.
@@ -142,55 +200,37 @@ func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server
 	// linerate dies without stopping it (kill -9, a crash): a server must
 	// not outlive its runner (startHeld keeps the forking thread alive).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	srv := &localServer{
-		cmd: cmd, settings: s, logPath: logPath, done: make(chan struct{}), exited: make(chan infra.Exit, 1),
-		kernel: l.Kernel, net: l.Net,
-	}
-	if stls != nil {
-		if srv.tls, err = stls.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
-		}
-	}
-	cpus, _ := s.PinCPUs() // Validate parsed them
-	started := time.Now()
-	if err := startHeld(cmd, cpus, srv.done); err != nil {
-		return nil, fmt.Errorf("start %s: %w", l.Binary, err)
-	}
-	id := l.Identity
-	id.Env = append(append([]string(nil), id.Env...), s.Env...)
-	if id.Kind == "" {
-		id.Kind = s.KindOrDefault()
-	}
-	id.BinarySHA = fileSHA256(l.Binary)
-	srv.facts = infra.ServerFacts{Identity: id, Argv: append([]string{l.Binary}, args...), PID: cmd.Process.Pid,
-		Addr: net.JoinHostPort(s.Bind, strconv.Itoa(s.Port)), StartedAt: started, TLS: stls}
-	go srv.wait()
+	return cmd
+}
+
+// checkStarted waits for the started server to answer, reads its facts
+// and checks it is what was asked: pinned to cpus, of the version s
+// names; the kind it reports is its identity's unless one was given.
+func (l *Local) checkStarted(ctx context.Context, srv *localServer, s infra.ServerSettings, cpus []int, kindGiven bool) error {
+	started := srv.facts.StartedAt
 	if err := srv.ready(ctx, s); err != nil {
-		_ = srv.Stop(context.Background())
-		return nil, err
+		return err
 	}
 	srv.facts.ReadyAfter = time.Since(started)
 	if err := srv.capture(ctx); err != nil {
-		_ = srv.Stop(context.Background())
-		return nil, err
+		return err
 	}
 	if len(cpus) > 0 {
 		if err := CheckPinned(srv.facts.Threads, cpus); err != nil {
-			_ = srv.Stop(context.Background())
-			return nil, fmt.Errorf("start %s: %w", l.Binary, err)
+			return fmt.Errorf("start %s: %w", l.Binary, err)
 		}
 	}
-	if s.Version != "" && ReportedVersion(srv.facts.InfoServer) != "" && ReportedVersion(srv.facts.InfoServer) != s.Version {
-		_ = srv.Stop(context.Background())
-		return nil, fmt.Errorf("start %s: it reports version %s, expected %s", l.Binary, ReportedVersion(srv.facts.InfoServer), s.Version)
+	reported := ReportedVersion(srv.facts.InfoServer)
+	if s.Version != "" && reported != "" && reported != s.Version {
+		return fmt.Errorf("start %s: it reports version %s, expected %s", l.Binary, reported, s.Version)
 	}
 	if srv.facts.Identity.Version == "" {
-		srv.facts.Identity.Version = ReportedVersion(srv.facts.InfoServer)
+		srv.facts.Identity.Version = reported
 	}
 	if !kindGiven {
 		srv.facts.Identity.Kind = KindFromInfo(srv.facts.InfoServer)
 	}
-	return srv, nil
+	return nil
 }
 
 // startHeld starts cmd from a goroutine locked to an OS thread of its

@@ -36,7 +36,21 @@ type Host struct {
 	Binary string
 }
 
-var _ infra.Host = (*Host)(nil)
+var (
+	_ infra.Entered     = (*Host)(nil)
+	_ infra.SharedFiles = (*Host)(nil)
+)
+
+// Enter is `ip netns exec NAME`, or nil for this process's own namespace.
+func (h *Host) Enter() []string {
+	if h.Namespace == "" {
+		return nil
+	}
+	return []string{"ip", "netns", "exec", h.Namespace}
+}
+
+// SharesFiles is true: a namespace has this machine's file system.
+func (h *Host) SharesFiles() bool { return true }
 
 // Name labels the host.
 func (h *Host) Name() string {
@@ -63,9 +77,7 @@ func (h *Host) Run(ctx context.Context, argv ...string) ([]byte, error) {
 // Command is the exec.Cmd that runs argv on this host; callers that need a
 // process handle (a server they stop themselves) use it directly.
 func (h *Host) Command(ctx context.Context, argv ...string) *exec.Cmd {
-	if h.Namespace != "" {
-		argv = append([]string{"ip", "netns", "exec", h.Namespace}, argv...)
-	}
+	argv = append(h.Enter(), argv...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// Its own process group, so an interrupt of linerate reaches the
 	// command only through the context, and a kill reaches its children.

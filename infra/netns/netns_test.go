@@ -438,3 +438,25 @@ func TestSeveralClients(t *testing.T) {
 		}
 	}
 }
+
+// What a netns host offers beyond infra.Host: a named namespace is entered
+// with ip netns exec, this process's own namespace needs nothing; either
+// way the files are this machine's.
+func TestHostIsEnteredAndSharesFiles(t *testing.T) {
+	for _, tc := range []struct {
+		ns   string
+		want string
+	}{{"", ""}, {"lr-1-0-srv", "ip netns exec lr-1-0-srv"}} {
+		var h infra.Host = &Host{Namespace: tc.ns}
+		e, ok := h.(infra.Entered)
+		if !ok {
+			t.Fatalf("%q: not an infra.Entered", tc.ns)
+		}
+		if got := strings.Join(e.Enter(), " "); got != tc.want || (tc.ns == "" && e.Enter() != nil) {
+			t.Errorf("%q: Enter %q, want %q", tc.ns, got, tc.want)
+		}
+		if !infra.FilesHere(h) {
+			t.Errorf("%q: files not shared", tc.ns)
+		}
+	}
+}

@@ -209,37 +209,47 @@ func (p *Provider) Up(ctx context.Context, s infra.Spec) (pair infra.Pair, err e
 	}
 	pair = infra.Pair{Server: &Host{Label: "server", Namespace: n.server, Addr: ServerAddr, Binary: p.Binary}}
 	for i := 1; i <= clients; i++ {
-		srvDev, cliNS := n.serverDevFor(i), n.clientNS(i)
-		veth := netlink.NewVeth(netlink.LinkAttrs{
-			Name:        srvDev,
-			Namespace:   netlink.NsFd(handles[n.server]),
-			NumTxQueues: queues, NumRxQueues: queues,
-		})
-		veth.PeerName = n.clientDev
-		veth.PeerNamespace = netlink.NsFd(handles[cliNS])
-		veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(queues), uint32(queues)
-		if err := netlink.LinkAdd(veth); err != nil {
-			return infra.Pair{}, fmt.Errorf("netns up: add veth %s/%s with %d queues: %w", srvDev, n.clientDev, queues, err)
-		}
-		srvAddr, cliAddr := LinkAddrs(i)
-		if err := configure(handles[n.server], n.server, srvDev, srvAddr, netip.Addr{}); err != nil {
+		cli, err := p.link(n, handles, i, queues)
+		if err != nil {
 			return infra.Pair{}, err
 		}
-		// Beyond the first link, the server's address is a hop away.
-		via := srvAddr
-		if i == 1 {
-			via = netip.Addr{}
-		}
-		if err := configure(handles[cliNS], cliNS, n.clientDev, cliAddr, via); err != nil {
-			return infra.Pair{}, err
-		}
-		pair.Clients = append(pair.Clients, &Host{Label: clientLabel(i), Namespace: cliNS, Addr: cliAddr, Binary: p.Binary})
+		pair.Clients = append(pair.Clients, cli)
 	}
 	pair.Client = pair.Clients[0]
 	if clients == 1 {
 		pair.Clients = nil // one client: the pair as before
 	}
 	return pair, nil
+}
+
+// link joins client namespace i to the server's with a veth pair of
+// queues queues and addresses it; beyond the first link, the server's
+// address is a hop away.
+func (p *Provider) link(n names, handles map[string]netns.NsHandle, i, queues int) (*Host, error) {
+	srvDev, cliNS := n.serverDevFor(i), n.clientNS(i)
+	veth := netlink.NewVeth(netlink.LinkAttrs{
+		Name:        srvDev,
+		Namespace:   netlink.NsFd(handles[n.server]),
+		NumTxQueues: queues, NumRxQueues: queues,
+	})
+	veth.PeerName = n.clientDev
+	veth.PeerNamespace = netlink.NsFd(handles[cliNS])
+	veth.PeerNumTxQueues, veth.PeerNumRxQueues = uint32(queues), uint32(queues)
+	if err := netlink.LinkAdd(veth); err != nil {
+		return nil, fmt.Errorf("netns up: add veth %s/%s with %d queues: %w", srvDev, n.clientDev, queues, err)
+	}
+	srvAddr, cliAddr := LinkAddrs(i)
+	if err := configure(handles[n.server], n.server, srvDev, srvAddr, netip.Addr{}); err != nil {
+		return nil, err
+	}
+	via := srvAddr
+	if i == 1 {
+		via = netip.Addr{}
+	}
+	if err := configure(handles[cliNS], cliNS, n.clientDev, cliAddr, via); err != nil {
+		return nil, err
+	}
+	return &Host{Label: clientLabel(i), Namespace: cliNS, Addr: cliAddr, Binary: p.Binary}, nil
 }
 
 // createNamed makes a named namespace without moving the caller: the work

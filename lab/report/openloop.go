@@ -13,6 +13,14 @@ import (
 // service time per op, a ramp's steps and knee, a mix's size classes and
 // the probe. Nothing for a closed-loop run of one size.
 func writeOpenLoop(out io.Writer, r *lab.Result) {
+	writePacing(out, r)
+	writeSteps(out, r)
+	writeSizes(out, r)
+	writeProbe(out, r)
+}
+
+// writePacing is the pacing of an open-loop run and each op's service time.
+func writePacing(out io.Writer, r *lab.Result) {
 	if ol := r.OpenLoop; ol != nil {
 		verdict := "sustained"
 		if !ol.Sustainable {
@@ -32,6 +40,10 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 			}
 		}
 	}
+}
+
+// writeSteps is a ramp's steps and its knee.
+func writeSteps(out io.Writer, r *lab.Result) {
 	if len(r.Steps) > 0 {
 		fmt.Fprintln(out)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -61,6 +73,10 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 			fmt.Fprintln(out, "knee      none: the server kept up with every step")
 		}
 	}
+}
+
+// writeSizes is a size mix's classes and each op's figures per class.
+func writeSizes(out io.Writer, r *lab.Result) {
 	if m := r.SizeMix; m != nil {
 		parts := make([]string, len(m.Classes))
 		for i, c := range m.Classes {
@@ -86,6 +102,10 @@ func writeOpenLoop(out io.Writer, r *lab.Result) {
 		}
 		tw.Flush()
 	}
+}
+
+// writeProbe is the probe's latency alone and under the load.
+func writeProbe(out io.Writer, r *lab.Result) {
 	if p := r.Probe; p != nil {
 		added := signedUs(p.AddedP99)
 		if p.NoEffect {

@@ -19,6 +19,15 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 	if len(ps) == 0 {
 		ps = lab.DefaultPercentiles
 	}
+	writeHeader(out, r)
+	writeOps(out, r, ps)
+	writeOpenLoop(out, r)
+	writeFooter(out, r)
+}
+
+// writeHeader is what ran: linerate and its engine, the server, the
+// workload's flags and the window.
+func writeHeader(out io.Writer, r *lab.Result) {
 	w := r.Workload
 	fmt.Fprintf(out, "linerate %s  %s  engine %s", r.Linerate.Version, r.RunID, r.Engine.Name)
 	if r.Engine.Discard != "" {
@@ -49,7 +58,11 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 		fmt.Fprintf(out, "  --command %s --keys-per-op %d", w.Command, w.KeysPerOp)
 	}
 	fmt.Fprintf(out, "\nwindow    %s measured of %s after %s warmup\n\n", r.Window.Measured.D().Round(1e6), r.Window.Requested, r.Window.Warmup)
+}
 
+// writeOps is the table: a row per operation, a latency column per
+// percentile of ps.
+func writeOps(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "op\tGbps\tops/s\t")
 	for _, p := range ps {
@@ -81,8 +94,11 @@ func WriteSummary(out io.Writer, r *lab.Result, ps lab.Percentiles) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", FormatUs(l.Max), FormatUs(l.Mean), ttfb, errs)
 	}
 	tw.Flush()
-	writeOpenLoop(out, r)
+}
 
+// writeFooter is the errors, the misses, the client's cost, the notes and
+// why the run stopped.
+func writeFooter(out io.Writer, r *lab.Result) {
 	if len(r.Errors) > 0 {
 		kinds := make([]string, 0, len(r.Errors))
 		for k, n := range r.Errors {

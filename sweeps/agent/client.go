@@ -260,7 +260,8 @@ var errSessionGone = errors.New("its agent session ended")
 // the current session (started when needed); with want set, only that
 // session, failing with errSessionGone once it ended. The answer comes with
 // the session it came from.
-func (c *AgentClient) call(ctx context.Context, req agentRequest, want *session) (agentReply, *session, error) {
+func (c *AgentClient) call(ctx context.Context, req request, want *session) (agentReply, *session, error) {
+	op := req.op()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := want
@@ -271,55 +272,55 @@ func (c *AgentClient) call(ctx context.Context, req agentRequest, want *session)
 		}
 	}
 	if want != nil && want.closing {
-		return agentReply{}, s, fmt.Errorf("%s on %s: %w (it was ended)", req.Op, c.Host.Name(), errSessionGone)
+		return agentReply{}, s, fmt.Errorf("%s on %s: %w (it was ended)", op, c.Host.Name(), errSessionGone)
 	}
 	select {
 	case <-s.done:
 		if want != nil {
-			return agentReply{}, s, fmt.Errorf("%s on %s: %w (%v)", req.Op, c.Host.Name(), errSessionGone, s.ended())
+			return agentReply{}, s, fmt.Errorf("%s on %s: %w (%v)", op, c.Host.Name(), errSessionGone, s.ended())
 		}
 	default:
 	}
 	s.mu.Lock()
 	s.nextID++
-	req.ID = s.nextID
+	id := s.nextID
 	ch := make(chan agentReply, 1)
-	s.pending[req.ID] = ch
+	s.pending[id] = ch
 	s.mu.Unlock()
 	forget := func() {
 		s.mu.Lock()
-		delete(s.pending, req.ID)
+		delete(s.pending, id)
 		s.mu.Unlock()
 	}
-	line, err := json.Marshal(req)
+	line, err := encodeRequest(id, req)
 	if err != nil {
 		forget()
 		return agentReply{}, s, err
 	}
 	if _, err := s.stdin.Write(append(line, '\n')); err != nil {
 		forget()
-		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, err)
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), op, err)
 	}
-	t := time.NewTimer(c.timeout(req.Op))
+	t := time.NewTimer(c.timeout(op))
 	defer t.Stop()
 	select {
 	case r := <-ch:
 		if r.Error != "" {
-			return r, s, fmt.Errorf("%s on %s: %s", req.Op, c.Host.Name(), r.Error)
+			return r, s, fmt.Errorf("%s on %s: %s", op, c.Host.Name(), r.Error)
 		}
 		return r, s, nil
 	case <-s.done:
 		forget()
-		return agentReply{}, s, fmt.Errorf("%s on %s: %w (%v)", req.Op, c.Host.Name(), errSessionGone, s.ended())
+		return agentReply{}, s, fmt.Errorf("%s on %s: %w (%v)", op, c.Host.Name(), errSessionGone, s.ended())
 	case <-ctx.Done():
 		forget()
-		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), req.Op, ctx.Err())
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: %w", c.Host.Name(), op, ctx.Err())
 	case <-t.C:
 		forget()
 		// A hung agent or a half-open connection: end the session, so
 		// the next request gets a fresh agent instead of waiting again.
 		c.endSession(s, 2*time.Minute)
-		return agentReply{}, s, fmt.Errorf("agent on %s: %s: no answer after %v; session ended", c.Host.Name(), req.Op, c.timeout(req.Op))
+		return agentReply{}, s, fmt.Errorf("agent on %s: %s: no answer after %v; session ended", c.Host.Name(), op, c.timeout(op))
 	}
 }
 
@@ -348,7 +349,7 @@ func (c *AgentClient) Close(ctx context.Context) error {
 // Facts are the host's facts as its agent reads them, with the price of a
 // page fault there when faultCost is set, and the host's clock offset.
 func (c *AgentClient) Facts(ctx context.Context, role string, faultCost bool) (sweeps.HostFacts, error) {
-	r, _, err := c.call(ctx, agentRequest{Op: opFacts, Role: role, FaultCost: faultCost}, nil)
+	r, _, err := c.call(ctx, factsRequest{Role: role, FaultCost: faultCost}, nil)
 	got := time.Now()
 	if err != nil {
 		return sweeps.HostFacts{}, err

@@ -362,7 +362,7 @@ func TestNewAgentTakesOverTheTuningOfAnOldOne(t *testing.T) {
 	if got := sysctlIn(t, l.Pair.Server, "net.core.somaxconn"); got != "1818" {
 		t.Errorf("somaxconn %s while the fresh agent's tuning holds, want 1818", got)
 	}
-	if _, _, err := old.call(ctx, agentRequest{Op: opFacts}, old.sess); !errors.Is(err, errSessionGone) {
+	if _, _, err := old.call(ctx, factsRequest{}, old.sess); !errors.Is(err, errSessionGone) {
 		t.Errorf("the old agent still answers: %v", err)
 	}
 	if err := tu.Revert(ctx); err != nil {

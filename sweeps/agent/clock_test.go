@@ -39,7 +39,7 @@ func (h *skewedHost) Exec(ctx context.Context, c infra.Command) error {
 	}
 	sc := bufio.NewScanner(c.Stdin)
 	for sc.Scan() {
-		var req agentRequest
+		var req envelope
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func TestAgentMetricsListEveryClusterNode(t *testing.T) {
 // /proc.
 func TestAgentSnapshotSamplesEveryClusterNode(t *testing.T) {
 	a := &Agent{servers: map[int]sweeps.RunningServer{1: liveCluster{liveServer{pid: os.Getpid(), nodes: []int{os.Getppid()}}}}}
-	r := a.answer(context.Background(), agentRequest{Op: opSnapshot, Server: 1})
+	r := a.answer(context.Background(), opSnapshot, []byte(`{"server":1}`))
 	if r.Error != "" || r.Snapshot == nil {
 		t.Fatalf("snapshot: %q", r.Error)
 	}

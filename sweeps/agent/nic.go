@@ -58,20 +58,20 @@ func (n *agentNICs) close() {
 	n.open = nil
 }
 
-func (a *Agent) nic(ctx context.Context, req agentRequest) agentReply {
+func (a *Agent) nic(ctx context.Context, req nicRequest) (agentReply, error) {
 	nic, err := a.nics.get(req.Role, req.DataAddr, req.Interface)
 	if err != nil {
-		return agentReply{Error: err.Error()}
+		return agentReply{}, err
 	}
 	info, err := nic.NIC(ctx)
 	if err != nil {
-		return agentReply{Error: err.Error()}
+		return agentReply{}, err
 	}
 	c, err := nic.Counters(ctx)
 	if err != nil {
-		return agentReply{Error: err.Error()}
+		return agentReply{}, err
 	}
-	return agentReply{NIC: &nicAnswer{Info: info, Counters: local.Watched(c)}}
+	return agentReply{NIC: &nicAnswer{Info: info, Counters: local.Watched(c)}}, nil
 }
 
 // NICSource is the interface of the agent's host that carries addr, read
@@ -87,7 +87,7 @@ type remoteNIC struct {
 }
 
 func (r *remoteNIC) read(ctx context.Context) (*nicAnswer, error) {
-	rep, _, err := r.c.call(ctx, agentRequest{Op: opNIC, Role: r.role, DataAddr: r.addr.String()}, nil)
+	rep, _, err := r.c.call(ctx, nicRequest{Role: r.role, DataAddr: r.addr.String()}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ type RemoteStarter struct {
 
 // Resolve implements sweeps.Resolver on the server host.
 func (s *RemoteStarter) Resolve(ctx context.Context, v sweeps.VersionSpec) (sweeps.Resolved, error) {
-	r, _, err := s.Agent.call(ctx, agentRequest{Op: opResolve, Version: &v}, nil)
+	r, _, err := s.Agent.call(ctx, resolveRequest{Version: &v}, nil)
 	if err != nil {
 		return sweeps.Resolved{}, err
 	}
@@ -63,7 +63,7 @@ func (s *RemoteStarter) Start(ctx context.Context, pv sweeps.PlanVersion, logDir
 		// Bound to loopback, the client host could not reach it.
 		return nil, fmt.Errorf("start %s on %s: the host has no data address (an ssh host named by host name needs data-address in the provider block)", pv.Segment, a.Host.Name())
 	}
-	r, sess, err := a.call(ctx, agentRequest{Op: opStart, Plan: &pv, Bind: addr.String(), LogDir: dir}, nil)
+	r, sess, err := a.call(ctx, startRequest{Plan: &pv, Bind: addr.String(), LogDir: dir}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (r *remoteServer) Info(context.Context) (map[string]string, error) { return
 func (r *remoteServer) Exited() <-chan error                            { return r.exited }
 
 func (r *remoteServer) FlushAll(ctx context.Context) error {
-	_, _, err := r.agent.call(ctx, agentRequest{Op: opFlushAll, Server: r.st.ID}, r.sess)
+	_, _, err := r.agent.call(ctx, flushRequest{serverRef{r.st.ID}}, r.sess)
 	return err
 }
 
@@ -124,7 +124,7 @@ func (r *remoteServer) Stop(ctx context.Context) error {
 		// It ended already, or its agent did and stopped it then.
 		return nil
 	}
-	_, _, err := r.agent.call(ctx, agentRequest{Op: opStop, Server: r.st.ID}, r.sess)
+	_, _, err := r.agent.call(ctx, stopRequest{serverRef{r.st.ID}}, r.sess)
 	if errors.Is(err, errSessionGone) {
 		return nil // its agent stopped it when its input ended
 	}
@@ -134,7 +134,7 @@ func (r *remoteServer) Stop(ctx context.Context) error {
 // SnapshotHost implements sweeps.HostSampler: the server host's /proc
 // through the agent, on the client host's clock.
 func (r *remoteServer) SnapshotHost(ctx context.Context) (*hostmetrics.Snapshot, error) {
-	rep, _, err := r.agent.call(ctx, agentRequest{Op: opSnapshot, Server: r.st.ID}, r.sess)
+	rep, _, err := r.agent.call(ctx, snapshotRequest{serverRef{r.st.ID}}, r.sess)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (r *remoteServer) SnapshotHost(ctx context.Context) (*hostmetrics.Snapshot,
 // on its host and stamps them with its clock, moved onto the client
 // host's here.
 func (r *remoteServer) SampleInfo(ctx context.Context, sections ...string) (sweeps.InfoSample, error) {
-	rep, _, err := r.agent.call(ctx, agentRequest{Op: opInfo, Server: r.st.ID, Sections: sections}, r.sess)
+	rep, _, err := r.agent.call(ctx, infoRequest{serverRef: serverRef{r.st.ID}, Sections: sections}, r.sess)
 	if err != nil {
 		return sweeps.InfoSample{}, err
 	}
@@ -158,7 +158,7 @@ func (r *remoteServer) SampleInfo(ctx context.Context, sections ...string) (swee
 // KeyMemory implements sweeps.KeySampler: MEMORY USAGE of a sample of
 // the keys, read by the agent on the server's host.
 func (r *remoteServer) KeyMemory(ctx context.Context, n int) (sweeps.KeyMemory, error) {
-	rep, _, err := r.agent.call(ctx, agentRequest{Op: opKeyMemory, Server: r.st.ID, Keys: n}, r.sess)
+	rep, _, err := r.agent.call(ctx, keyMemoryRequest{serverRef: serverRef{r.st.ID}, Keys: n}, r.sess)
 	if err != nil {
 		return sweeps.KeyMemory{}, err
 	}
@@ -170,7 +170,7 @@ func (r *remoteServer) KeyMemory(ctx context.Context, n int) (sweeps.KeyMemory, 
 
 // BGSave implements sweeps.Snapshotter through the agent.
 func (r *remoteServer) BGSave(ctx context.Context) error {
-	_, _, err := r.agent.call(ctx, agentRequest{Op: opBGSave, Server: r.st.ID}, r.sess)
+	_, _, err := r.agent.call(ctx, bgsaveRequest{serverRef{r.st.ID}}, r.sess)
 	return err
 }
 
@@ -214,7 +214,7 @@ func Roles(agents map[string]*AgentClient) []string {
 
 func (t *RemoteTuner) apply(ctx context.Context, role string) (json.RawMessage, error) {
 	a := t.Agents[role]
-	r, sess, err := a.call(ctx, agentRequest{Op: opTuneApply, Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr()), Scope: string(a.TuneScope), KernelNetns: a.KernelNetns}, nil)
+	r, sess, err := a.call(ctx, tuneApplyRequest{Profile: string(t.Profile), DataAddr: addrString(a.Host.DataAddr()), Scope: string(a.TuneScope), KernelNetns: a.KernelNetns}, nil)
 	if err != nil {
 		if a.notRoot() {
 			err = fmt.Errorf("%w (tuning writes /proc/sys and /proc/irq: log in as root, or give the user passwordless sudo)", err)
@@ -265,13 +265,13 @@ func (t *RemoteTuner) Verify(ctx context.Context) (json.RawMessage, int, error) 
 		if a == nil {
 			continue
 		}
-		r, _, err := a.call(ctx, agentRequest{Op: opTuneVerify}, t.applied[role])
+		r, _, err := a.call(ctx, tuneVerifyRequest{}, t.applied[role])
 		if errors.Is(err, errSessionGone) {
 			if _, err := t.apply(ctx, role); err != nil {
 				return nil, 0, fmt.Errorf("tune %s again after its agent was replaced: %w", role, err)
 			}
 			drifts++ // the host ran untuned for a while
-			r, _, err = a.call(ctx, agentRequest{Op: opTuneVerify}, t.applied[role])
+			r, _, err = a.call(ctx, tuneVerifyRequest{}, t.applied[role])
 		}
 		if err != nil {
 			return nil, 0, err
@@ -288,7 +288,7 @@ func (t *RemoteTuner) Revert(ctx context.Context) error {
 	var errs []error
 	for _, role := range t.roles() {
 		if a := t.Agents[role]; a != nil && t.applied[role] != nil {
-			_, _, err := a.call(ctx, agentRequest{Op: opTuneRevert}, t.applied[role])
+			_, _, err := a.call(ctx, tuneRevertRequest{}, t.applied[role])
 			if err != nil && !errors.Is(err, errSessionGone) {
 				errs = append(errs, err)
 			}

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,11 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/hostmetrics"
 	"github.com/linerate/linerate/sweeps/local"
-	"github.com/linerate/linerate/tuning"
 )
 
 // Agent serves one coordinator on this host.
@@ -135,12 +131,12 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 					return ctx.Err()
 				}
 			}
-			var req agentRequest
+			var req envelope
 			if err := json.Unmarshal(line, &req); err != nil {
 				a.send(agentReply{Error: fmt.Sprintf("agent: request is not JSON: %v", err)})
 				continue
 			}
-			rep, after := a.handle(reqCtx, req)
+			rep, after := a.handle(reqCtx, req.Op, line)
 			rep.ID = req.ID
 			a.send(rep)
 			if after != nil {
@@ -152,8 +148,8 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // handle answers one request; after, when set, runs once the answer is
 // sent (a server's exit event must not overtake the answer to its start).
-func (a *Agent) handle(ctx context.Context, req agentRequest) (rep agentReply, after func()) {
-	rep = a.answer(ctx, req)
+func (a *Agent) handle(ctx context.Context, op string, line []byte) (rep agentReply, after func()) {
+	rep = a.answer(ctx, op, line)
 	if rep.Started == nil {
 		return rep, nil
 	}
@@ -169,176 +165,6 @@ func (a *Agent) handle(ctx context.Context, req agentRequest) (rep agentReply, a
 			}
 		}()
 	}
-}
-
-func (a *Agent) answer(ctx context.Context, req agentRequest) agentReply {
-	fail := func(err error) agentReply { return agentReply{Error: err.Error()} }
-	switch req.Op {
-	case opFacts:
-		f := sweeps.LocalHostFacts(a.root(), req.Role)
-		if req.FaultCost {
-			f.MinorFaultCost, _ = hostmetrics.MeasureFaultCost(0)
-		}
-		return agentReply{Facts: &f, Now: time.Now()}
-	case opResolve:
-		if req.Version == nil {
-			return fail(errors.New("resolve: no version"))
-		}
-		r, err := a.Starter.Resolve(ctx, *req.Version)
-		if err != nil {
-			return fail(err)
-		}
-		return agentReply{Resolved: &r}
-	case opStart:
-		if req.Plan == nil {
-			return fail(errors.New("start: no version"))
-		}
-		srv, err := a.Starter.StartAt(ctx, *req.Plan, req.LogDir, req.Bind)
-		if err != nil {
-			return fail(err)
-		}
-		st, err := startedTLS(srv)
-		if err != nil {
-			_ = srv.Stop(ctx)
-			return fail(err)
-		}
-		a.nextID++
-		id := a.nextID
-		a.servers[id] = srv
-		a.noteServer(id, srv)
-		host, port := srv.Addr()
-		info, _ := srv.Info(ctx)
-		return agentReply{Started: &agentServer{ID: id, Host: host, Port: port, PID: srv.PID(), Identity: srv.Identity(), Info: info, TLS: st}}
-	case opFlushAll, opStop:
-		srv := a.servers[req.Server]
-		if srv == nil {
-			return fail(fmt.Errorf("%s: no server %d on this host (the agent restarted?)", req.Op, req.Server))
-		}
-		if req.Op == opFlushAll {
-			if err := srv.FlushAll(ctx); err != nil {
-				return fail(err)
-			}
-			return agentReply{}
-		}
-		if err := srv.Stop(ctx); err != nil {
-			return fail(err) // still ours: the cleanup tries again
-		}
-		delete(a.servers, req.Server)
-		a.noteServer(req.Server, nil)
-		return agentReply{}
-	case opInfo:
-		srv := a.servers[req.Server]
-		if srv == nil {
-			return fail(fmt.Errorf("info: no server %d on this host", req.Server))
-		}
-		is, ok := srv.(sweeps.InfoSampler)
-		if !ok {
-			return fail(fmt.Errorf("info: server %d does not read INFO", req.Server))
-		}
-		if err := checkSections(req.Sections); err != nil {
-			return fail(err)
-		}
-		s, err := is.SampleInfo(ctx, req.Sections...)
-		if err != nil {
-			return fail(err)
-		}
-		return agentReply{Info: s.Fields, Now: s.At}
-	case opKeyMemory:
-		srv := a.servers[req.Server]
-		ks, ok := srv.(sweeps.KeySampler)
-		if !ok {
-			return fail(fmt.Errorf("key-memory: no server %d on this host that reads MEMORY USAGE", req.Server))
-		}
-		if req.Keys < 1 || req.Keys > maxKeySample {
-			return fail(fmt.Errorf("key-memory: %d keys; 1 to %d", req.Keys, maxKeySample))
-		}
-		k, err := ks.KeyMemory(ctx, req.Keys)
-		if err != nil {
-			return fail(err)
-		}
-		return agentReply{KeyMemory: &k}
-	case opBGSave:
-		sn, ok := a.servers[req.Server].(sweeps.Snapshotter)
-		if !ok {
-			return fail(fmt.Errorf("bgsave: no server %d on this host that snapshots", req.Server))
-		}
-		if err := sn.BGSave(ctx); err != nil {
-			return fail(err)
-		}
-		return agentReply{}
-	case opSnapshot:
-		pid, nodes := 0, []int(nil)
-		if req.Server != 0 {
-			srv := a.servers[req.Server]
-			if srv == nil {
-				return fail(fmt.Errorf("snapshot: no server %d on this host", req.Server))
-			}
-			pid, nodes = srv.PID(), sweeps.NodePIDs(srv)
-		}
-		s, err := hostmetrics.Sampler{Kernel: kernel.FS{Root: a.root()}}.Snapshot(pid, nodes...)
-		if err != nil {
-			return fail(err)
-		}
-		return agentReply{Snapshot: s}
-	case opTuneApply:
-		p, err := tuning.ParseProfile([]byte(req.Profile))
-		if err != nil {
-			return fail(fmt.Errorf("tuning profile: %w", err))
-		}
-		scope, err := tuning.ParseScope(req.Scope)
-		if err != nil {
-			return fail(err)
-		}
-		// Each host of a pair tunes the NIC carrying its own data address.
-		if p.NICAddress != "" && req.DataAddr != "" {
-			if _, err := netip.ParseAddr(req.DataAddr); err == nil {
-				p.NICAddress = req.DataAddr
-			}
-		}
-		if err := a.revert(ctx); err != nil {
-			return fail(err)
-		}
-		if err := a.lockState(ctx); err != nil {
-			return fail(err)
-		}
-		netns := ""
-		if scope == tuning.ScopeKernel && req.KernelNetns != "" {
-			f, err := os.Open(req.KernelNetns)
-			if err != nil {
-				return fail(fmt.Errorf("tune-apply: the machine's network namespace: %w", err))
-			}
-			if a.kernelNS != nil {
-				a.kernelNS.Close()
-			}
-			a.kernelNS = f
-			netns = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
-		}
-		t := &local.Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
-			Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "linerate agent: "+format+"\n", args...) }}
-		snap, err := t.Apply(ctx, a.StateDir)
-		if err != nil {
-			return fail(err)
-		}
-		a.tuner = t
-		return agentReply{Tuning: snap}
-	case opTuneVerify:
-		if a.tuner == nil {
-			return fail(errors.New("tune-verify: no profile applied on this host (the agent restarted?)"))
-		}
-		rep, drifts, err := a.tuner.Verify(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		return agentReply{Tuning: rep, Drifts: drifts}
-	case opTuneRevert:
-		if err := a.revert(ctx); err != nil {
-			return fail(err)
-		}
-		return agentReply{}
-	case opNIC:
-		return a.nic(ctx, req)
-	}
-	return fail(fmt.Errorf("agent: unknown op %q", req.Op))
 }
 
 func (a *Agent) revert(ctx context.Context) error {

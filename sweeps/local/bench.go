@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
-	"github.com/linerate/linerate/infra/launch"
-	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/fields"
@@ -27,7 +26,8 @@ type Bencher struct {
 // Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
 // the runner's host snapshots cover exactly the measured window.
 func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, fields.Args(w)...), OnPhase: mark, Live: b.Live}
+	opt := engine.Options{Given: append([]string{"linerate", "bench"}, fields.Args(w)...), OnPhase: mark, Live: b.Live,
+		MemAvailable: kernel.FS{}.MemAvailable}
 	if b.RunID != nil {
 		opt.RunID = b.RunID(w)
 	}
@@ -95,24 +95,11 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	return nil, fmt.Errorf("bench on %s: %w; stderr: %s", b.Host.Name(), runErr, infra.LastLine(errb.String()))
 }
 
-// NetPlace lets a launcher start servers inside a netns host and reach
-// them there.
-func NetPlace(h *netns.Host) *launch.NetPlace {
-	if h.Namespace == "" {
-		return nil
-	}
-	return &launch.NetPlace{
-		Wrap:   []string{"ip", "netns", "exec", h.Namespace},
-		Dial:   h.DialContext,
-		Listen: h.Listen,
-	}
-}
-
 // shipCA puts the run's CA certificate where the bench on h can read it
 // and returns that path and what removes it again. A network namespace
 // shares this machine's files: the path is already good there.
 func shipCA(ctx context.Context, h infra.Host, local string) (string, func(), error) {
-	if _, same := h.(*netns.Host); same {
+	if infra.FilesHere(h) {
 		return local, func() {}, nil
 	}
 	remote := fmt.Sprintf("/tmp/linerate-ca-%d-%d.crt", os.Getpid(), time.Now().UnixNano())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra/atomicfile"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/report"
@@ -67,6 +68,9 @@ func (b *BenchRun) Check(now time.Time) error {
 func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	if err := lab.WaitUntil(ctx, b.start); err != nil {
 		return lab.ExitInterrupted, errors.New("interrupted while waiting for --start-at")
+	}
+	if b.Engine.MemAvailable == nil {
+		b.Engine.MemAvailable = kernel.FS{}.MemAvailable
 	}
 	res, err := engine.Run(ctx, b.Workload, b.Engine)
 	if res == nil {

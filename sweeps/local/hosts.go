@@ -52,29 +52,71 @@ func (b HostsBencher) BenchHosts(ctx context.Context, w lab.Workload, _ func(lab
 	}
 	var pre *lab.Result
 	if w.Prefill {
-		pw := w
-		pw.Warmup, pw.Duration = 0, prefillWindow
-		res, err := HostBencher{Host: b.Hosts[0]}.Bench(ctx, pw, nil)
-		if res == nil || res.Stop.Reason != lab.StopCompleted {
-			why := err
-			if res != nil {
-				why = fmt.Errorf("%s: %s", res.Stop.Reason, res.Stop.Error)
-			}
-			return nil, nil, fmt.Errorf("prefill from %s: %w", hostName(b.Hosts[0]), why)
+		var err error
+		if pre, err = b.prefill(ctx, w); err != nil {
+			return nil, nil, err
 		}
-		pre = res
 		w.Prefill = false
 	}
+	// A host that gives no record fails the cell: the others are stopped
+	// rather than left to run out their windows for nothing.
+	hctx, stopAll := context.WithCancelCause(ctx)
+	defer stopAll(nil)
+	recs := b.benchAll(hctx, stopAll, w)
+	parts := make([]lab.Part, 0, len(recs))
+	var failed []error
+	for i, r := range recs {
+		if r.Result == nil {
+			if cause := context.Cause(hctx); ctx.Err() == nil && cause != nil && !strings.HasPrefix(cause.Error(), r.Host+" ") {
+				recs[i].Error = "stopped: " + cause.Error()
+				continue // not the cause: stopped because of it
+			}
+			failed = append(failed, fmt.Errorf("%s: %s", r.Host, r.Error))
+			continue
+		}
+		parts = append(parts, lab.Part{Host: r.Host, Result: r.Result, Offset: b.offset(i) - b.offset(0)})
+	}
+	if len(failed) > 0 {
+		// A host that gave no record fails the cell, named; the others'
+		// records are kept for the look.
+		return nil, recs, fmt.Errorf("client hosts gave no record: %w", errors.Join(failed...))
+	}
+	merged, err := lab.Merge(mergedWorkload(w, recs), parts)
+	if err != nil {
+		return nil, recs, err
+	}
+	if pre != nil {
+		foldPrefill(merged, pre)
+	}
+	return merged, recs, nil
+}
+
+// prefill writes the cell's keys from the first host alone, in a bench of
+// the shortest window.
+func (b HostsBencher) prefill(ctx context.Context, w lab.Workload) (*lab.Result, error) {
+	pw := w
+	pw.Warmup, pw.Duration = 0, prefillWindow
+	res, err := HostBencher{Host: b.Hosts[0]}.Bench(ctx, pw, nil)
+	if res == nil || res.Stop.Reason != lab.StopCompleted {
+		why := err
+		if res != nil {
+			why = fmt.Errorf("%s: %s", res.Stop.Reason, res.Stop.Error)
+		}
+		return nil, fmt.Errorf("prefill from %s: %w", hostName(b.Hosts[0]), why)
+	}
+	return res, nil
+}
+
+// benchAll runs each host's share of w at once, all starting at the same
+// moment (Lead from now, each on its own clock), and returns each host's
+// record; the first host to give none stops the others through stopAll.
+func (b HostsBencher) benchAll(hctx context.Context, stopAll context.CancelCauseFunc, w lab.Workload) []sweeps.ClientRecord {
 	lead := b.Lead
 	if lead <= 0 {
 		lead = 3 * time.Second
 	}
 	start := time.Now().Add(lead)
 	n := len(b.Hosts)
-	// A host that gives no record fails the cell: the others are stopped
-	// rather than left to run out their windows for nothing.
-	hctx, stopAll := context.WithCancelCause(ctx)
-	defer stopAll(nil)
 	recs := make([]sweeps.ClientRecord, n)
 	lives := make([]*lab.Live, n)
 	var liveMu sync.Mutex
@@ -105,32 +147,7 @@ func (b HostsBencher) BenchHosts(ctx context.Context, w lab.Workload, _ func(lab
 		}()
 	}
 	wg.Wait()
-	parts := make([]lab.Part, 0, n)
-	var failed []error
-	for i, r := range recs {
-		if r.Result == nil {
-			if cause := context.Cause(hctx); ctx.Err() == nil && cause != nil && !strings.HasPrefix(cause.Error(), r.Host+" ") {
-				recs[i].Error = "stopped: " + cause.Error()
-				continue // not the cause: stopped because of it
-			}
-			failed = append(failed, fmt.Errorf("%s: %s", r.Host, r.Error))
-			continue
-		}
-		parts = append(parts, lab.Part{Host: r.Host, Result: r.Result, Offset: b.offset(i) - b.offset(0)})
-	}
-	if len(failed) > 0 {
-		// A host that gave no record fails the cell, named; the others'
-		// records are kept for the look.
-		return nil, recs, fmt.Errorf("client hosts gave no record: %w", errors.Join(failed...))
-	}
-	merged, err := lab.Merge(mergedWorkload(w, recs), parts)
-	if err != nil {
-		return nil, recs, err
-	}
-	if pre != nil {
-		foldPrefill(merged, pre)
-	}
-	return merged, recs, nil
+	return recs
 }
 
 func (b HostsBencher) offset(i int) time.Duration {

@@ -47,13 +47,13 @@ func clientBencher(pair infra.Pair, offsets []time.Duration, live func(*lab.Live
 // netnsNICs reads the pair's veth ends from this process, inside each
 // namespace: every server end (one per client link) and each client's.
 // close closes their sockets.
-func netnsNICs(srv *netns.Host, pair infra.Pair) (nics []sweeps.NICSource, closeAll func()) {
+func netnsNICs(srv infra.Entered, pair infra.Pair) (nics []sweeps.NICSource, closeAll func()) {
 	var mine []*local.NIC
 	for _, dev := range netns.ServerDevices(len(pair.ClientHosts())) {
 		mine = append(mine, &local.NIC{Host: "server", Do: srv.Do, Name: dev})
 	}
 	for i, h := range pair.ClientHosts() {
-		nh, ok := h.(*netns.Host)
+		nh, ok := h.(infra.Entered)
 		if !ok {
 			continue
 		}

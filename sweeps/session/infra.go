@@ -19,7 +19,6 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/aws"
-	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/infra/sshhost"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -205,8 +204,8 @@ func (t *Table) Up(ctx context.Context, kind string, s Settings, spec infra.Spec
 	res := &UpResult{Kind: prov.Kind(), Campaign: spec.Campaign, Stays: row.Down != nil}
 	for _, h := range []infra.Host{pair.Server, pair.Client} {
 		how := ""
-		if n, ok := h.(*netns.Host); ok && n.Namespace != "" {
-			how = "ip netns exec " + n.Namespace + " …"
+		if e, ok := h.(infra.Entered); ok && e.Enter() != nil {
+			how = strings.Join(e.Enter(), " ") + " …"
 		}
 		res.Hosts = append(res.Hosts, HostLine{Name: h.Name(), Addr: h.DataAddr().String(), How: how})
 		h.Close()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
-	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/agent"
@@ -107,11 +107,11 @@ func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, 
 	if err != nil {
 		return fail(err)
 	}
-	srv, ok := pair.Server.(*netns.Host)
+	srv, ok := pair.Server.(infra.Entered)
 	if !ok {
 		return fail(fmt.Errorf("%s provider gave a %T server host, not a network namespace", prov.Kind(), pair.Server))
 	}
-	starter := &local.Starter{Net: local.NetPlace(srv), Bind: srv.DataAddr().String()}
+	starter := &local.Starter{Net: launch.NetPlaceOf(srv), Bind: srv.DataAddr().String()}
 	hosts := []sweeps.HostFacts{sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")}
 	for i, h := range pair.ClientHosts() {
 		hosts = append(hosts, sweeps.LocalHostFacts("/", clientRole(i)+" ("+h.Name()+", "+h.DataAddr().String()+")"))

@@ -208,6 +208,7 @@ func (t *Table) settings(c *sweeps.Campaign) (*Row, Settings, error) {
 		return nil, nil, c.Provider.Locate(infra.Fieldf("kind", "%q: use %s", c.Provider.Kind, t.kinds(nil)))
 	}
 	c.SetEstimateDefaults(row.Estimate)
+	c.Provider.NoLink = row.Hosts == HostsHere
 	s := row.Settings()
 	if err := c.Provider.Decode(s); err != nil {
 		return nil, nil, err

@@ -124,3 +124,30 @@ func TestProviderChecks(t *testing.T) {
 }
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// Whether a campaign calibrates its link is the provider row's word: a
+// kind whose hosts share loopback (HostsHere) has no link, the others do.
+func TestLinkIsTheRowsWord(t *testing.T) {
+	for _, tc := range []struct {
+		block     string
+		calibrate bool
+	}{
+		{"", false},
+		{"provider: local\n", false},
+		{"provider: netns\n", true},
+		{"provider: netns\ncalibrate: false\n", false},
+		{"provider: {kind: ssh, server: u@h, client: u@c, key: /k}\n", true},
+	} {
+		file := filepath.Join(t.TempDir(), "t.yaml")
+		if err := os.WriteFile(file, []byte(tc.block+workload), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Default().Load(file)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.block, err)
+		}
+		if c.Calibrates() != tc.calibrate {
+			t.Errorf("%q: calibrates %v, want %v", tc.block, c.Calibrates(), tc.calibrate)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -94,9 +95,9 @@ func NewClients(t testing.TB, campaign string, n int) *Lab {
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l.Dial = pair.Client.(*netns.Host).DialContext
+	l.Dial = pair.Client.(infra.Entered).DialContext
 	if hosts := pair.ClientHosts(); len(hosts) > 1 {
-		cli, srv := pair.Client.(*netns.Host).DialContext, pair.Server.(*netns.Host).DialContext
+		cli, srv := pair.Client.(infra.Entered).DialContext, pair.Server.(infra.Entered).DialContext
 		further := map[string]bool{}
 		for _, h := range hosts[1:] {
 			further[h.DataAddr().String()] = true
@@ -109,7 +110,7 @@ func NewClients(t testing.TB, campaign string, n int) *Lab {
 		}
 	}
 	for _, h := range append([]infra.Host{pair.Server}, pair.ClientHosts()...) {
-		l.startSSHD(t, h.(*netns.Host))
+		l.startSSHD(t, h.(infra.Entered))
 	}
 	return l
 }
@@ -130,7 +131,7 @@ func (l *Lab) AuthorizeKey(t testing.TB, key ssh.PublicKey) {
 	}
 }
 
-func (l *Lab) startSSHD(t testing.TB, h *netns.Host) {
+func (l *Lab) startSSHD(t testing.TB, h infra.Entered) {
 	t.Helper()
 	dir := filepath.Join(l.Dir, h.Name())
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -176,8 +177,9 @@ LogLevel ERROR
 	if err := os.MkdirAll(emptyHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := h.Command(context.Background(), "unshare", "--mount", "--propagation", "private", "sh", "-c",
+	argv := append(h.Enter(), "unshare", "--mount", "--propagation", "private", "sh", "-c",
 		`mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`, "sshd", emptyHome, home, cfgPath)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -107,8 +107,8 @@ func TestUploadAndBenchOverSSH(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(bin)); len(ents) != 1 {
 		t.Errorf("remote directory holds %d files, want the binary alone: %v", len(ents), ents)
 	}
-	var help, helpOut bytes.Buffer // usage goes to stderr
-	err = client.Exec(ctx, infra.Command{Argv: []string{bin, "bench", "--help"}, Stdout: &helpOut, Stderr: &help, Timeout: 20 * time.Second})
+	var help, helpErr bytes.Buffer // --help goes to stdout, as go's and cobra's tools do
+	err = client.Exec(ctx, infra.Command{Argv: []string{bin, "bench", "--help"}, Stdout: &help, Stderr: &helpErr, Timeout: 20 * time.Second})
 	if err != nil || !strings.Contains(help.String(), "Usage: linerate bench") {
 		st, _ := os.Stat(bin)
 		t.Fatalf("remote bench --help: %v\n%s (binary %s: %v)", err, help.String(), bin, st)

@@ -44,8 +44,16 @@ func TestRegistryAxesCoverUnnamedKeys(t *testing.T) {
 	for _, a := range registryAxes(named) {
 		got[a.name] = a
 	}
-	if len(got) != 2 {
-		t.Fatalf("registry axes %v, want connections and rate", got)
+	if _, ok := got["connections"]; !ok {
+		t.Fatalf("registry axes %v, want connections and rate among them", got)
+	}
+	if _, ok := got["rate"]; !ok {
+		t.Fatalf("registry axes %v, want connections and rate among them", got)
+	}
+	for _, a := range namedAxes {
+		if a.name != "connections" && a.name != "rate" && got[a.name].name != "" {
+			t.Errorf("axis %q both named and generic", a.name)
+		}
 	}
 	for _, tc := range []struct {
 		key, value, segment string

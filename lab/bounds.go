@@ -285,6 +285,20 @@ var rules = []rule{
 		}
 		return ""
 	}},
+	// A body sent by reference needs the raw engine's plain socket: under
+	// TLS every byte is sealed into a record (a copy), and valkey-go
+	// writes through its own buffers.
+	{"--send", false, func(w *Workload) string {
+		switch {
+		case w.Send == SendAuto || w.Send == SendCopy:
+			return ""
+		case w.TLS.On:
+			return msg("--send %s: under --tls every byte is sealed into a TLS record, a copy; use --send copy or auto", w.Send)
+		case w.Engine == EngineValkeyGo:
+			return msg("--send %s: the valkey-go engine writes through its own buffers; use the raw engine or --send copy", w.Send)
+		}
+		return ""
+	}},
 	// Commands: one command, and keys per request.
 	{"--command", true, func(w *Workload) string { return errMsg(w.Command.validate()) }},
 	{"--command", false, func(w *Workload) string {

@@ -101,6 +101,11 @@ func TestValidateBounds(t *testing.T) {
 		{"gaussian sd NaN", func(w *lab.Workload) { w.KeyDist = keys.Dist{Kind: keys.Gaussian, Mean: 0.5, SD: math.NaN()} }, "--key-dist"},
 		{"cpu too high", func(w *lab.Workload) { w.CPUList = lab.CPUList{0, lab.MaxCPUs} }, "--cpu-list"},
 		{"cpu twice", func(w *lab.Workload) { w.CPUList = lab.CPUList{3, 3} }, "--cpu-list"},
+		// A body by reference under TLS, or with valkey-go: bad flags
+		// (exit 2) before a connection opens, not a setup failure.
+		{"splice under tls", func(w *lab.Workload) { w.TLS.On, w.Send = true, lab.SendSplice }, "--send"},
+		{"zerocopy under tls", func(w *lab.Workload) { w.TLS.On, w.Send = true, lab.SendZerocopy }, "--send"},
+		{"splice with valkey-go", func(w *lab.Workload) { w.Engine, w.Send = lab.EngineValkeyGo, lab.SendSplice }, "--send"},
 	} {
 		w := base
 		tc.mut(&w)

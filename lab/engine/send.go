@@ -54,7 +54,7 @@ type bodySend struct {
 }
 
 // chooseSend is the send mode of this host for asked: auto is splice
-// where the kernel gives a pipe, copy under TLS (crypto/tls seals a copy
+// where the kernel gives a pipe, copy under TLS (sealing a record copies
 // whatever the socket does). Zerocopy is never picked by auto: on
 // loopback and veth it copies anyway, and on a NIC only its completions
 // would tell.
@@ -63,7 +63,7 @@ func chooseSend(asked lab.Send, tls bool) (lab.Send, error) {
 	case tls && asked == lab.SendAuto:
 		return lab.SendCopy, nil
 	case tls && asked != lab.SendCopy:
-		return "", fmt.Errorf("--send %s: under --tls every byte is sealed by crypto/tls, a copy; use --send copy or auto", asked)
+		return "", fmt.Errorf("--send %s: under --tls every byte is sealed into a TLS record, a copy; use --send copy or auto", asked) // Validate refuses it first
 	case asked != lab.SendAuto:
 		return asked, nil
 	}

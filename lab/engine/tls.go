@@ -64,6 +64,9 @@ func handshakeTLS(fd int, cfg *tls.Config, timeout time.Duration) (*tlsStream, e
 	var keys keyLog
 	cfg = cfg.Clone()
 	cfg.KeyLogWriter = &keys
+	// No session resumption: a server may then send no ticket at all, and
+	// none can arrive inside the handshake's reads (tlsrecord.go).
+	cfg.SessionTicketsDisabled, cfg.ClientSessionCache = true, nil
 	s.conn = tls.Client(&s.fc, cfg)
 	if err := s.conn.Handshake(); err != nil {
 		return nil, fmt.Errorf("tls handshake: %w", err)

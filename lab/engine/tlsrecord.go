@@ -31,15 +31,18 @@ import (
 //
 // The traffic secrets come from crypto/tls's KeyLogWriter (the only way
 // it gives them out), the keys and IVs from them as RFC 8446 7.3 derives
-// them. The switch is safe at the end of the handshake: the client's
+// them. The switch is made at the end of the handshake: the client's
 // Finished went under the handshake keys, so both directions' application
-// sequence numbers are still zero, and the server's first application
-// records (its session tickets) are sent only after it read that
-// Finished, so none of them can already sit in crypto/tls's buffer. A
-// wrong key or sequence would fail the first record's authentication:
-// an error, never wrong bytes. Tickets are read and dropped; a KeyUpdate
-// is refused (no server here sends one). Under TLS 1.2 or ChaCha20 the
-// session stays on crypto/tls.
+// sequence numbers are still zero, and crypto/tls holds no application
+// record of the server's -- provided the server sent none before the
+// client's Finished. The one a server may send that early is a session
+// ticket (RFC 8446 4.6.1 lets it follow the server's own Finished); the
+// client asks for no resumption (handshakeTLS), so Go's servers send
+// none, and OpenSSL's (valkey's, redis's) send theirs after reading the
+// client's Finished. Were one buffered all the same, the first record read
+// here would fail authentication: an error, never wrong bytes. Tickets
+// read here are dropped; a KeyUpdate is refused (no server here sends
+// one). Under TLS 1.2 or ChaCha20 the session stays on crypto/tls.
 
 // tlsRecordMax is the most ciphertext one TLS 1.3 record carries: 2^14
 // bytes of plaintext, the content type and padding allowance, the tag.

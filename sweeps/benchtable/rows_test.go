@@ -30,6 +30,9 @@ func TestRowsJudgeAndRender(t *testing.T) {
 		{"absolute without b", compare("x", "µs", "", []float64{12, -3, 40}, nil, atMost(0)), statusMissed, "12 µs", "-", "-", "<= 0 µs"},
 		{"margin", compare("x", "%", "%", []float64{2.5, 2.5, 2.5}, []float64{0.7, 0.8, 0.9}, lateGoal), statusMet, "2.50 %", "0.80 %", "3.12x", "<= 2x + 1 %"},
 		{"margin missed", compare("x", "%", "%", []float64{3, 3, 3}, []float64{0.5, 0.5, 0.5}, lateGoal), statusMissed, "3.00 %", "0.50 %", "6.00x", "<= 2x + 1 %"},
+		// Both sides moved nothing (a 64 MiB TLS SET neither finished in
+		// the window): the ratio says nothing, so the row is not MET.
+		{"neither moved anything", compare("x", "Gbps", "Gbps", []float64{0, 0, 0}, []float64{0, 0, 0}, atLeastX(1.5)), statusNotMeasured, "0.00 Gbps", "0.00 Gbps", "-", ">= 1.5x"},
 		{"two decimals", compare("x", "Gbps", "Gbps", []float64{1}, []float64{1}, atLeastX(0.95)), statusMet, "1.00 Gbps", "1.00 Gbps", "1.00x", ">= 0.95x"},
 		{"not measured", notMeasured("x", "needs root"), statusNotMeasured, "-", "-", "-", "-"},
 	} {

@@ -198,6 +198,13 @@ func compare(name, unitA, unitB string, rawA, rawB []float64, g goal, runNotes .
 		}
 		return r
 	}
+	// A ratio of nothing to nothing judges nothing: 0 >= 1.5 x 0 would
+	// read MET.
+	if g.K != 0 && a == 0 && b == 0 {
+		r.Status = statusNotMeasured
+		r.Note = strings.Join(dedupe([]string{"neither side moved anything", r.Note}), "; ")
+		return r
+	}
 	m := g.met(a, b)
 	r.Met = &m
 	r.Status = statusMissed

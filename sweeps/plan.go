@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 

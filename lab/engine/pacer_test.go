@@ -133,7 +133,12 @@ func TestRawEngineAllocatesNothingPerRequest(t *testing.T) {
 		tc.mut(&w)
 		w.Prefill = w.Ratio.Gets > 0
 		allocs, _, requests := allocsOfEnough(t, w, 1000)
-		if allocs > requests/20 {
+		// A stage's own allocations (timers, goroutines, a spliced body's
+		// pipes) are a constant that moves with scheduling: 24-67 seen,
+		// 52 for 1007 SETs under qemu-user, past the requests/20 this
+		// bound once was. One allocation per request, the design this
+		// guards against, is 1000 or more.
+		if allocs > 100+requests/100 {
 			t.Errorf("%s: %d allocations for %d requests", tc.name, allocs, requests)
 		}
 		t.Logf("%s: %d allocations for %d requests", tc.name, allocs, requests)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +23,9 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 		t.Fatalf("redis-server missing (.ci/setup installs it): %v", err)
 	}
 	cmd := exec.Command(labtest.Binary(t), "agent", "--state-dir", t.TempDir())
+	var stderr syncBuffer // what the agent says, and its stacks if it hangs
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second // a server it started may hold its stderr
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -45,7 +50,13 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 			t.Errorf("the agent was killed by %v instead of cleaning up", ws.Signal())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the agent did not end after its output closed")
+		// Its goroutines' stacks, to tell where it waits.
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("the agent did not end after its output closed; it said:\n%s", stderr.String())
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for syscall.Kill(int(pid), 0) == nil && time.Now().Before(deadline) {
@@ -55,4 +66,23 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 		syscall.Kill(int(pid), syscall.SIGKILL)
 		t.Errorf("server pid %s outlived its agent", strconv.Itoa(int(pid)))
 	}
+}
+
+// syncBuffer is a bytes.Buffer a child's output copier and the test may
+// both touch.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -274,11 +275,14 @@ func (l *recordLayer) seal(iov []unix.Iovec) int {
 func (l *recordLayer) sealRecord(p []byte) {
 	n := len(p) + 1 + l.wr.aead.Overhead()
 	start := len(l.out)
+	// Room for the whole record, tag included, so Seal works in place:
+	// newRecordLayer sizes out for a chunk of full records; many tiny
+	// iovecs (a record each) could pass that, and only then does this grow.
+	l.out = slices.Grow(l.out, 5+n)
 	l.out = append(l.out, recAppData, 3, 3, byte(n>>8), byte(n))
 	l.out = append(l.out, p...)
 	l.out = append(l.out, recAppData)
 	body := l.out[start+5:]
-	// Sealed in place: out has room for the tag (handshakeTLS sizes it).
 	l.wr.aead.Seal(body[:0], l.wr.nextNonce(), body, l.out[start:start+5])
 	l.out = l.out[:start+5+n]
 }

@@ -294,3 +294,40 @@ func startEcho(t *testing.T, b *tlsgen.Bundle, max uint16) string {
 	t.Cleanup(func() { ln.Close(); <-done })
 	return ln.Addr().String()
 }
+
+// Many tiny pieces in one seal (a record each, 22 bytes of header and tag
+// beside 3 bytes: 15,000 of them pass the chunk's buffer, and one record's
+// tag falls past its end): out grows rather than Seal writing past it, and
+// the bytes come back in order.
+func TestRecordLayerSealsManyTinyPieces(t *testing.T) {
+	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startEcho(t, b, tls.VersionTLS13)
+	cfg, err := b.ClientConfig("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := dialRaw(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	s, err := handshakeTLS(fd, cfg, 5*time.Second)
+	if err != nil || s.rec == nil {
+		t.Fatalf("handshake: %v, own records %v", err, s != nil && s.rec != nil)
+	}
+	want := echoPayload()[:45000]
+	iov := make([]unix.Iovec, len(want)/3)
+	for i := range iov {
+		rawsock.SetIov(&iov[i], want[3*i:3*i+3])
+	}
+	if n := s.rec.seal(iov); n != len(want) {
+		t.Fatalf("sealed %d of %d bytes in 3-byte pieces", n, len(want))
+	}
+	got, err := exchange(s, nil, len(want))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%d of %d bytes back, same %v: %v", len(got), len(want), bytes.Equal(got, want[:len(got)]), err)
+	}
+}

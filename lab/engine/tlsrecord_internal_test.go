@@ -176,28 +176,9 @@ func TestRecordLayerBothAESSuitesAgainstOpenSSL(t *testing.T) {
 // handshake: the read fails (the record does not authenticate), and no
 // changed byte is ever handed on as data.
 func TestRecordLayerRefusesATamperedRecord(t *testing.T) {
-	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testBundle(t)
 	var tamper atomic.Bool
-	addr := startTamperProxy(t, startEcho(t, b, tls.VersionTLS13), &tamper)
-	cfg, err := b.ClientConfig("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := dialRaw(addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	s, err := handshakeTLS(fd, cfg, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.rec == nil {
-		t.Fatalf("no own records (suite %x)", s.conn.ConnectionState().CipherSuite)
-	}
+	s := ownRecords(t, b, startTamperProxy(t, startEcho(t, b, tls.VersionTLS13), &tamper))
 	tamper.Store(true)
 	want := echoPayload()
 	got, err := echo(s, want)
@@ -300,24 +281,8 @@ func startEcho(t *testing.T, b *tlsgen.Bundle, max uint16) string {
 // tag falls past its end): out grows rather than Seal writing past it, and
 // the bytes come back in order.
 func TestRecordLayerSealsManyTinyPieces(t *testing.T) {
-	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := startEcho(t, b, tls.VersionTLS13)
-	cfg, err := b.ClientConfig("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := dialRaw(addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	s, err := handshakeTLS(fd, cfg, 5*time.Second)
-	if err != nil || s.rec == nil {
-		t.Fatalf("handshake: %v, own records %v", err, s != nil && s.rec != nil)
-	}
+	b := testBundle(t)
+	s := ownRecords(t, b, startEcho(t, b, tls.VersionTLS13))
 	want := echoPayload()[:45000]
 	iov := make([]unix.Iovec, len(want)/3)
 	for i := range iov {
@@ -330,4 +295,37 @@ func TestRecordLayerSealsManyTinyPieces(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("%d of %d bytes back, same %v: %v", len(got), len(want), bytes.Equal(got, want[:len(got)]), err)
 	}
+}
+
+// testBundle is a CA and server certificate for 127.0.0.1.
+func testBundle(t *testing.T) *tlsgen.Bundle {
+	t.Helper()
+	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ownRecords connects to addr, runs the handshake and requires the session
+// to run on its own records; the socket closes when the test ends.
+func ownRecords(t *testing.T, b *tlsgen.Bundle, addr string) *tlsStream {
+	t.Helper()
+	cfg, err := b.ClientConfig("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := dialRaw(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	s, err := handshakeTLS(fd, cfg, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.rec == nil {
+		t.Fatalf("no own records (suite %x)", s.conn.ConnectionState().CipherSuite)
+	}
+	return s
 }

@@ -58,7 +58,7 @@ func TestRowsJudgeAndRender(t *testing.T) {
 	tb.add(secProbe, compare("probe row", "µs", "", []float64{-1}, nil, atMost(0)))
 	tb.add(secPeer, compare("peer row", "CPU-s/GB", "CPU-s/GB", []float64{0.1}, []float64{inf}, atMostX(0.5), "peer completed no request"))
 	var out strings.Builder
-	facts := runFacts{host: "a host", start: time.Now(), loadStart: "1.0", loadEnd: "2.0"}
+	facts := runFacts{host: "a host", start: time.Now(), loadStart: "1.0", loadEnd: "2.0", commit: "057e824"}
 	tb.write(&out, facts)
 	text := out.String()
 	if p, q := strings.Index(text, "peer row"), strings.Index(text, "probe row"); p < 0 || q < p {
@@ -67,7 +67,11 @@ func TestRowsJudgeAndRender(t *testing.T) {
 	if !strings.Contains(text, "2 MET, 0 MISSED, 0 not measured") || !strings.Contains(text, "probe: probe setup") {
 		t.Errorf("table:\n%s", text)
 	}
-	data, err := json.Marshal(tb.report(facts))
+	rep := tb.report(facts)
+	if rep.Commit != "057e824" {
+		t.Errorf("report commit %q: want the one the run started on", rep.Commit)
+	}
+	data, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
 	}

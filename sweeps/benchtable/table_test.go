@@ -356,6 +356,10 @@ type runFacts struct {
 	host               string
 	start              time.Time
 	loadStart, loadEnd string // /proc/loadavg's 1-minute figure
+	// The checkout's commit when the run started: what was built and
+	// measured, whatever the checkout moved to during the run.
+	commit string
+	dirty  bool
 }
 
 // loadAverage is the 1-minute load average: on a shared machine, how busy
@@ -442,7 +446,7 @@ type report struct {
 func (t *table) report(f runFacts) report {
 	r := report{Date: f.start.UTC().Truncate(time.Second), Host: f.host, LoadStart: f.loadStart, LoadEnd: f.loadEnd,
 		Go: runtime.Version(), Rounds: rounds, Seconds: math.Round(time.Since(f.start).Seconds()), Rows: t.sorted()}
-	r.Commit, r.Dirty = commit()
+	r.Commit, r.Dirty = f.commit, f.dirty
 	for _, k := range sectionOrder {
 		if s, ok := t.sections[k]; ok {
 			r.Sections = append(r.Sections, section{Key: k, Where: s})
@@ -494,6 +498,7 @@ func TestMain(m *testing.M) {
 	stdout := os.Stdout
 	os.Stdout = os.Stderr
 	f := runFacts{start: time.Now(), loadStart: loadAverage()}
+	f.commit, f.dirty = commit()
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.Stdout = stdout
 		os.Exit(finish(code, f))

@@ -23,10 +23,7 @@ import (
 // the one Go picks, AES-128-GCM on AES hardware; both suites are judged
 // against OpenSSL below). A TLS 1.2 session stays on crypto/tls.
 func TestRecordLayerEchoesThroughCryptoTLS(t *testing.T) {
-	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testBundle(t)
 	for _, tc := range []struct {
 		name    string
 		max     uint16
@@ -36,20 +33,7 @@ func TestRecordLayerEchoesThroughCryptoTLS(t *testing.T) {
 		{"TLS 1.2", tls.VersionTLS12, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := startEcho(t, b, tc.max)
-			cfg, err := b.ClientConfig("127.0.0.1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			fd, err := dialRaw(addr, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(fd)
-			s, err := handshakeTLS(fd, cfg, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := handshakeTo(t, b, startEcho(t, b, tc.max))
 			if (s.rec != nil) != tc.wantRec {
 				t.Fatalf("own records %v, want %v (suite %x)", s.rec != nil, tc.wantRec, s.conn.ConnectionState().CipherSuite)
 			}
@@ -125,10 +109,7 @@ func exchange(s *tlsStream, req []byte, n int) ([]byte, error) {
 // 1 MiB value SET through them comes back whole from a GET.
 func TestRecordLayerBothAESSuitesAgainstOpenSSL(t *testing.T) {
 	bin := labtest.Need(t, "redis-server")
-	b, err := tlsgen.Generate(tlsgen.Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testBundle(t)
 	files, err := b.Write(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -146,19 +127,7 @@ func TestRecordLayerBothAESSuitesAgainstOpenSSL(t *testing.T) {
 			srv := labtest.StartServerWith(t, bin, nil, func(port int) []string {
 				return append(files.ServerArgs(port, false), "--tls-ciphersuites", suite.name)
 			})
-			cfg, err := b.ClientConfig("127.0.0.1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			fd, err := dialRaw(fmt.Sprintf("127.0.0.1:%d", srv.Port), 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(fd)
-			s, err := handshakeTLS(fd, cfg, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := handshakeTo(t, b, fmt.Sprintf("127.0.0.1:%d", srv.Port))
 			if got := s.conn.ConnectionState().CipherSuite; s.rec == nil || got != suite.id {
 				t.Fatalf("suite %x, own records %v: want %x on own records", got, s.rec != nil, suite.id)
 			}
@@ -307,9 +276,9 @@ func testBundle(t *testing.T) *tlsgen.Bundle {
 	return b
 }
 
-// ownRecords connects to addr, runs the handshake and requires the session
-// to run on its own records; the socket closes when the test ends.
-func ownRecords(t *testing.T, b *tlsgen.Bundle, addr string) *tlsStream {
+// handshakeTo connects to addr and runs the handshake; the socket closes
+// when the test ends.
+func handshakeTo(t *testing.T, b *tlsgen.Bundle, addr string) *tlsStream {
 	t.Helper()
 	cfg, err := b.ClientConfig("127.0.0.1")
 	if err != nil {
@@ -324,6 +293,14 @@ func ownRecords(t *testing.T, b *tlsgen.Bundle, addr string) *tlsStream {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// ownRecords is handshakeTo requiring the session to run on its own
+// records.
+func ownRecords(t *testing.T, b *tlsgen.Bundle, addr string) *tlsStream {
+	t.Helper()
+	s := handshakeTo(t, b, addr)
 	if s.rec == nil {
 		t.Fatalf("no own records (suite %x)", s.conn.ConnectionState().CipherSuite)
 	}

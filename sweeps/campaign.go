@@ -90,6 +90,11 @@ type ServerSettings struct {
 	// short cell forks whatever the server's own save schedule; with
 	// persistence rdb and no value, once in the middle of the window.
 	BGSaveEvery lab.Duration `json:"bgsave_every,omitempty"`
+	// StopTimeout is how long each step of stopping the server waits
+	// (SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL); 0 is the launcher's
+	// 5s. A server that takes long to go (a huge dataset freed, a slow
+	// disk under aof) gets more before it is killed.
+	StopTimeout lab.Duration `json:"stop_timeout,omitempty"`
 	// TLS serves TLS only, with certificates made for the run.
 	TLS  bool     `json:"tls,omitempty"`
 	Args []string `json:"args,omitempty"` // more server arguments, e.g. --save ""
@@ -111,6 +116,23 @@ const MaxClusterNodes = 16
 // MinBGSaveEvery bounds server.bgsave-every from below: a snapshot asked
 // for more often would only find the last one still running.
 const MinBGSaveEvery = 100 * time.Millisecond
+
+// MinStopTimeout and MaxStopTimeout bound server.stop-timeout: a step
+// shorter than a round trip kills servers that were stopping, and a
+// teardown should not wait more than an hour per step.
+const (
+	MinStopTimeout = 100 * time.Millisecond
+	MaxStopTimeout = time.Hour
+)
+
+// StopBound is how long stopping a server of these settings may take in
+// all: its three steps and a margin, at least 30s.
+func (s ServerSettings) StopBound() time.Duration {
+	if d := 3*s.StopTimeout.D() + 5*time.Second; d > 30*time.Second {
+		return d
+	}
+	return 30 * time.Second
+}
 
 // VersionSpec is one server version: exactly one of Store, Binary, Image.
 type VersionSpec struct {

@@ -87,6 +87,8 @@ func TestCampaignErrors(t *testing.T) {
 		{"server start above bound", goodSpec + "estimate: {server-start: 2000000h}\n", "t.yaml:11:26: estimate.server-start: \"2000000h\""},
 		{"prefill rate below 1MB", goodSpec + "estimate: {prefill-rate: 1B}\n", "t.yaml:11:26: estimate.prefill-rate: \"1B\""},
 		{"bgsave-every too often", "server: {bgsave-every: 10ms}\n" + goodSpec, "t.yaml:1:24: server.bgsave-every: \"10ms\": use a duration from 100ms to 24h0m0s"},
+		{"stop-timeout too short", "server: {stop-timeout: 1ms}\n" + goodSpec, "t.yaml:1:24: server.stop-timeout: \"1ms\": use a duration from 100ms to 1h0m0s"},
+		{"stop-timeout a word", "server: {stop-timeout: later}\n" + goodSpec, "t.yaml:1:24: server.stop-timeout: \"later\""},
 		{"bgsave-every a word", "server: {bgsave-every: often}\n" + goodSpec, "t.yaml:1:24: server.bgsave-every: \"often\""},
 		{"clients zero", "clients: 0\n" + goodSpec, "t.yaml:1:10: clients: 0 is outside 1-16"},
 		{"clients past the bound", "clients: 1000\n" + goodSpec, "t.yaml:1:10: clients: 1000 is outside 1-16"},
@@ -299,6 +301,23 @@ func TestCampaignPersistence(t *testing.T) {
 	c, err = ParseCampaign("t.yaml", []byte(goodSpec))
 	if err != nil || c.Versions[0].Server.Persistence != "" {
 		t.Errorf("a campaign without persistence: %q, %v", c.Versions[0].Server.Persistence, err)
+	}
+}
+
+// stop-timeout is each stop step's wait, per campaign and per version;
+// stopping in all may take its three steps, and never less than 30s.
+func TestCampaignStopTimeout(t *testing.T) {
+	spec := strings.Replace(strings.Replace(goodSpec, "workload:", "server: {stop-timeout: 20s}\nworkload:", 1),
+		"- image: valkey/valkey:8.1.8", "- {image: valkey/valkey:8.1.8, stop-timeout: 2s}", 1)
+	c, err := ParseCampaign("t.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ step, bound time.Duration }{{20 * time.Second, 65 * time.Second}, {2 * time.Second, 30 * time.Second}} {
+		s := c.Versions[i].Server
+		if s.StopTimeout.D() != want.step || s.StopBound() != want.bound {
+			t.Errorf("version %d: stop step %s, bound %s; want %s, %s", i, s.StopTimeout, s.StopBound(), want.step, want.bound)
+		}
 	}
 }
 

@@ -99,7 +99,8 @@ type Runner struct {
 	// LinkGbps and FaultCost feed the limit label (see hostmetrics.LimitInput).
 	LinkGbps  float64
 	FaultCost time.Duration
-	// StopTimeout bounds stopping a server.
+	// StopTimeout bounds stopping a server; 0: its version's
+	// ServerSettings.StopBound.
 	StopTimeout time.Duration
 	// SampleEvery is the host snapshot interval when the bencher gives no
 	// window marks (default 500ms).
@@ -213,9 +214,6 @@ func (r *Runner) begin() error {
 	if r.MaxAttempts <= 0 {
 		r.MaxAttempts = DefaultMaxAttempts
 	}
-	if r.StopTimeout <= 0 {
-		r.StopTimeout = 30 * time.Second
-	}
 	if err := r.Store.WriteSpec(r.Plan); err != nil {
 		return err
 	}
@@ -287,7 +285,11 @@ func (r *Runner) runBlock(ctx context.Context, b Block, cells []Cell, todo map[i
 	var srv RunningServer
 	stop := func() {
 		if srv != nil {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.StopTimeout)
+			bound := r.StopTimeout
+			if bound <= 0 {
+				bound = pv.Spec.Server.StopBound()
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 			_ = srv.Stop(sctx)
 			cancel()
 			srv = nil

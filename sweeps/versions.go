@@ -40,6 +40,16 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 				out.BGSaveEvery = v
 			}
 		},
+		"stop-timeout": func(n *yaml.Node, p string) {
+			if s, ok := d.scalar(n, p, "a duration such as 5s"); ok {
+				var v lab.Duration
+				if err := v.Set(s); err != nil || v.D() < MinStopTimeout || v.D() > MaxStopTimeout {
+					d.fail(n, p, "%q: use a duration from %s to %s, such as 5s", s, MinStopTimeout, MaxStopTimeout)
+					return
+				}
+				out.StopTimeout = v
+			}
+		},
 		"cluster": func(n *yaml.Node, p string) {
 			var v int64
 			if d.integer(n, p, 1, MaxClusterNodes, &v) {

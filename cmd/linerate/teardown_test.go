@@ -130,13 +130,19 @@ func (r *sweepRun) waitFor(s string, d time.Duration) bool {
 }
 
 // interruptTwice sends Ctrl-C, and again once the run says it is
-// stopping; it says whether the run then warned what a third would do.
-func (r *sweepRun) interruptTwice(t *testing.T) bool {
+// stopping, and requires the run's warning of what a third would do. The
+// run must be held in its teardown (refusesShutdown): the waits are
+// bounds on a message, not a window the test races.
+func (r *sweepRun) interruptTwice(t *testing.T) {
 	t.Helper()
 	r.signal(t, syscall.SIGINT)
-	r.waitFor("stopping", 2*time.Second)
+	if !r.waitFor("stopping", time.Minute) {
+		t.Fatalf("the first Ctrl-C did not say it stops:\n%s", r.stderr)
+	}
 	r.signal(t, syscall.SIGINT)
-	return r.waitFor("tearing down, Ctrl-C again in 10 s to abandon", 2*time.Second)
+	if !r.waitFor("tearing down, Ctrl-C again in 10 s to abandon", time.Minute) {
+		t.Fatalf("the second Ctrl-C did not say what a third would do:\n%s", r.stderr)
+	}
 }
 
 // nothingLeft checks that none of servers runs and that the run's
@@ -191,15 +197,26 @@ func namespacesOf(t *testing.T, pid int) []string {
 }
 
 // teardownCampaign writes a campaign of long cells on provider, with the
-// given server args and the per-namespace tuning profile "ns" when tuned.
-func teardownCampaign(t *testing.T, provider string, tuned bool, serverArgs string) (campaign, profiles string) {
+// given server block (its keys, inline) and the per-namespace tuning
+// profile "ns" when tuned.
+func teardownCampaign(t *testing.T, provider string, tuned bool, server string) (campaign, profiles string) {
 	t.Helper()
-	return teardownCampaignOf(t, provider, tuned, serverArgs, "30s", 1)
+	return teardownCampaignOf(t, provider, tuned, server, "30s", 1)
 }
+
+// noSave is a server that saves nothing.
+const noSave = `args: [--save, ""]`
+
+// refusesShutdown is a server that does not go until the test says so:
+// SHUTDOWN is renamed away, and each stop step waits 10 minutes before the
+// launcher escalates to SIGTERM, so the teardown stays open until the test
+// ends the server itself (or abandons the run), whatever the machine's
+// speed.
+const refusesShutdown = `args: [--rename-command, SHUTDOWN, ""], stop-timeout: 10m`
 
 // teardownCampaignOf is teardownCampaign with cells of duration d, reps
 // times.
-func teardownCampaignOf(t *testing.T, provider string, tuned bool, serverArgs, d string, reps int) (campaign, profiles string) {
+func teardownCampaignOf(t *testing.T, provider string, tuned bool, server, d string, reps int) (campaign, profiles string) {
 	t.Helper()
 	redis := labtest.Need(t, "redis-server")
 	dir := t.TempDir()
@@ -217,8 +234,7 @@ func teardownCampaignOf(t *testing.T, provider string, tuned bool, serverArgs, d
 	}
 	src += `versions:
   - {binary: ` + redis + `}
-server:
-  args: [` + serverArgs + `]
+server: {` + server + `}
 workload:
   value-size: 64KiB
   connections: 1
@@ -239,7 +255,7 @@ workload:
 // its snapshot once it has restored it).
 func TestSweepRunHangupTearsDown(t *testing.T) {
 	t.Parallel()
-	campaign, profiles := teardownCampaign(t, "netns", true, "--save, \"\"")
+	campaign, profiles := teardownCampaign(t, "netns", true, noSave)
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
 	servers := r.untilServing(t)
@@ -263,16 +279,19 @@ func TestSweepRunHangupTearsDown(t *testing.T) {
 
 // A second Ctrl-C while the run tears down does not end the teardown: it
 // says a third within 10 s would, and the teardown runs to its end. The
-// server ignores SHUTDOWN (renamed), so stopping it takes the launcher's
-// 5 s before SIGTERM: the second Ctrl-C lands inside the teardown.
+// server refuses to stop until the test ends it, so the second Ctrl-C
+// lands inside the teardown on any machine.
 func TestSweepRunSecondInterruptKeepsTearingDown(t *testing.T) {
 	t.Parallel()
-	campaign, profiles := teardownCampaign(t, "netns", false, `--rename-command, SHUTDOWN, ""`)
+	campaign, profiles := teardownCampaign(t, "netns", false, refusesShutdown)
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
 	servers := r.untilServing(t)
-	if !r.interruptTwice(t) {
-		t.Errorf("the second Ctrl-C did not say what a third would do:\n%s", r.stderr)
+	r.interruptTwice(t)
+	// The teardown waits on the server: let it go, as a slow server
+	// finally would.
+	for _, pid := range servers {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 	r.end(t, 130)
 	if strings.Contains(r.stderr.String(), "abandoned") {
@@ -282,11 +301,11 @@ func TestSweepRunSecondInterruptKeepsTearingDown(t *testing.T) {
 }
 
 // A third Ctrl-C within 10 s of the second abandons the teardown, as the
-// second said, and at once: the server (still refusing SHUTDOWN) is not
+// second said: the server (refusing to stop for ten minutes) is not
 // waited for. It dies with linerate all the same.
 func TestSweepRunThirdInterruptAbandons(t *testing.T) {
 	t.Parallel()
-	campaign, profiles := teardownCampaign(t, "local", false, `--rename-command, SHUTDOWN, ""`)
+	campaign, profiles := teardownCampaign(t, "local", false, refusesShutdown)
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
 	servers := r.untilServing(t)
@@ -294,7 +313,7 @@ func TestSweepRunThirdInterruptAbandons(t *testing.T) {
 	r.signal(t, syscall.SIGINT)
 	select {
 	case <-r.done:
-	case <-time.After(3 * time.Second): // well before the 5 s the server's stop takes
+	case <-time.After(time.Minute): // the teardown would wait ten
 		t.Fatalf("a third Ctrl-C did not abandon the teardown:\n%s", r.stderr)
 	}
 	if !strings.Contains(r.stderr.String(), "teardown abandoned") {
@@ -311,7 +330,7 @@ func TestSweepRunThirdInterruptAbandons(t *testing.T) {
 // server goes all the same (a parent-death signal), within seconds.
 func TestSweepRunKilledLeavesNoServer(t *testing.T) {
 	t.Parallel()
-	campaign, profiles := teardownCampaign(t, "local", false, "--save, \"\"")
+	campaign, profiles := teardownCampaign(t, "local", false, noSave)
 	out := filepath.Join(t.TempDir(), "run")
 	r := startSweepRun(t, campaign, out, "--profiles", profiles)
 	servers := r.untilServing(t)
@@ -331,7 +350,7 @@ func TestSweepRunKilledLeavesNoServer(t *testing.T) {
 // it before its teardown.
 func TestSweepRunOutputGoneTearsDown(t *testing.T) {
 	t.Parallel()
-	campaign, profiles := teardownCampaignOf(t, "local", false, "--save, \"\"", "1s", 30)
+	campaign, profiles := teardownCampaignOf(t, "local", false, noSave, "1s", 30)
 	out := filepath.Join(t.TempDir(), "run")
 	rd, wr, err := os.Pipe()
 	if err != nil {

@@ -111,6 +111,7 @@ func Settings(pv sweeps.PlanVersion, logDir string) infra.ServerSettings {
 		MaxMemory:   sp.MaxMemory,
 		Persistence: infra.Persistence(sp.Persistence),
 		TLS:         sp.TLS,
+		StopTimeout: sp.StopTimeout.D(),
 		Extra:       append([]string(nil), sp.Args...),
 		LogDir:      logDir,
 	}

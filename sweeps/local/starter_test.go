@@ -205,3 +205,23 @@ func TestRealServerKilledMidCell(t *testing.T) {
 	}
 	t.Logf("%s", sweeps.SummaryText(sum))
 }
+
+// The campaign's server settings reach the launcher, the stop step
+// among them (a teardown that waits on a slow server depends on it).
+func TestSettingsCarryTheCampaignsServer(t *testing.T) {
+	pv := sweeps.PlanVersion{Spec: sweeps.VersionSpec{
+		Env: map[string]string{"B": "2", "A": "1"},
+		Server: sweeps.ServerSettings{IOThreads: 4, MaxMemory: "2gb", TLS: true,
+			StopTimeout: lab.Duration(7 * time.Second), Args: []string{"--hz", "100"}},
+	}}
+	st := Settings(pv, "/logs")
+	if st.IOThreads != 4 || st.MaxMemory != "2gb" || !st.TLS || st.LogDir != "/logs" {
+		t.Errorf("settings %+v lost the campaign's io-threads, maxmemory, tls or log dir", st)
+	}
+	if st.StopTimeout != 7*time.Second {
+		t.Errorf("stop step %s, want the campaign's 7s", st.StopTimeout)
+	}
+	if strings.Join(st.Env, " ") != "A=1 B=2" || strings.Join(st.Extra, " ") != "--hz 100" {
+		t.Errorf("env %q, extra %q; want sorted env and the args as written", st.Env, st.Extra)
+	}
+}

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab/labtest"
 )
@@ -27,7 +30,14 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second // a server it started may hold its stderr
 	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
+	// The test keeps the write end too: it tells when the pipe has no
+	// reader left (below).
+	stdout, agentOut, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agentOut.Close()
+	cmd.Stdout = agentOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +51,7 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 		t.Fatalf("start answer %v", started)
 	}
 	stdout.Close() // the coordinator is gone: the next answer hits a closed pipe
+	untilNoReader(t, agentOut)
 	fmt.Fprintln(stdin, `{"id":2,"op":"snapshot","server":1}`)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -66,6 +77,25 @@ func TestAgentCleansUpWhenItsOutputIsClosed(t *testing.T) {
 		syscall.Kill(int(pid), syscall.SIGKILL)
 		t.Errorf("server pid %s outlived its agent", strconv.Itoa(int(pid)))
 	}
+}
+
+// untilNoReader waits (bounded) until the pipe of write end w has no
+// reader. Closing this process's read end is not enough: tests running
+// beside this one start processes, and a child between its fork and its
+// exec holds a copy of every descriptor (close-on-exec ones are closed
+// only by the exec, after the forking parent has gone on). While such a
+// copy lives, the agent's next answer is written, not refused, and the
+// agent rightly waits on its input. A pipe without readers polls POLLERR
+// at its write end.
+func untilNoReader(t *testing.T, w *os.File) {
+	t.Helper()
+	fds := []unix.PollFd{{Fd: int32(w.Fd()), Events: unix.POLLOUT}}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := unix.Poll(fds, 0); err == nil && fds[0].Revents&unix.POLLERR != 0 {
+			return
+		}
+	}
+	t.Fatal("the agent's output pipe still has a reader a minute after the test closed its own")
 }
 
 // syncBuffer is a bytes.Buffer a child's output copier and the test may

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -31,24 +32,10 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 		},
 		"tls": func(n *yaml.Node, p string) { d.boolean(n, p, &out.TLS) },
 		"bgsave-every": func(n *yaml.Node, p string) {
-			if s, ok := d.scalar(n, p, "a duration such as 2s"); ok {
-				var v lab.Duration
-				if err := v.Set(s); err != nil || v.D() < MinBGSaveEvery || v.D() > lab.MaxDuration {
-					d.fail(n, p, "%q: use a duration from %s to %s, such as 2s", s, MinBGSaveEvery, lab.MaxDuration)
-					return
-				}
-				out.BGSaveEvery = v
-			}
+			d.duration(n, p, MinBGSaveEvery, lab.MaxDuration, "2s", &out.BGSaveEvery)
 		},
 		"stop-timeout": func(n *yaml.Node, p string) {
-			if s, ok := d.scalar(n, p, "a duration such as 5s"); ok {
-				var v lab.Duration
-				if err := v.Set(s); err != nil || v.D() < MinStopTimeout || v.D() > MaxStopTimeout {
-					d.fail(n, p, "%q: use a duration from %s to %s, such as 5s", s, MinStopTimeout, MaxStopTimeout)
-					return
-				}
-				out.StopTimeout = v
-			}
+			d.duration(n, p, MinStopTimeout, MaxStopTimeout, "5s", &out.StopTimeout)
 		},
 		"cluster": func(n *yaml.Node, p string) {
 			var v int64
@@ -96,6 +83,16 @@ func (d *decoder) serverSettings(n *yaml.Node, path string, out *ServerSettings,
 	d.checkCluster(path, out)
 	if own != nil && out.Persistence != "" {
 		d.checkPersistenceArgs(own, path, out)
+	}
+}
+
+// duration decodes a duration from lo to hi into out (setDur, as the
+// calibrate block's); example is one such, for the messages.
+func (d *decoder) duration(n *yaml.Node, p string, lo, hi time.Duration, example string, out *lab.Duration) {
+	if s, ok := d.scalar(n, p, "a duration such as "+example); ok {
+		if err := setDur(s, lo, hi, out); err != nil {
+			d.fail(n, p, "%v, such as %s", err, example)
+		}
 	}
 }
 

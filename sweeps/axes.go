@@ -229,8 +229,8 @@ var axisByName = func() map[string]axisDef {
 func (def axisDef) check(v any) error {
 	var w lab.Workload
 	def.apply(&w, v)
-	var fe *lab.FieldError
-	if err := w.CheckField(def.name); errors.As(err, &fe) {
+	var fe *fields.FieldError
+	if err := fields.CheckField(w, def.name); errors.As(err, &fe) {
 		return errors.New(fe.Msg)
 	} else if err != nil {
 		return err

@@ -1,11 +1,11 @@
-package lab
+package fields
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/cluster"
 )
 
@@ -14,7 +14,9 @@ import (
 // typo fails at once instead of eating the client's memory. Each costs
 // memory on the client: a worker thread ~1 MiB (buffers and histograms), a
 // connection ~14 KiB, a request in flight 48 B, and every thread keeps
-// ~2 KiB of per-second latency series per second of -d.
+// ~2 KiB of per-second latency series per second of -d. -d and --warmup
+// are held to lab.MaxDuration, which the schema's own ramp parser meets
+// too; soak windows are -d as well.
 const (
 	MaxConnections = 16384
 	MaxPipeline    = 1024
@@ -22,10 +24,8 @@ const (
 	MaxInFlight = 65536
 	MaxThreads  = 1024
 	// MaxKeyspace keeps key numbers in 32 bits, as the engines carry them.
-	MaxKeyspace = 1 << 30
-	MaxKeySize  = 512
-	// MaxDuration bounds -d and --warmup; soak windows are -d too.
-	MaxDuration       = 24 * time.Hour
+	MaxKeyspace       = 1 << 30
+	MaxKeySize        = 512
 	MaxRequestTimeout = time.Hour
 	// MaxThreadSeconds bounds threads x seconds of -d: 2^19 is 1 GiB of
 	// per-second series (e.g. 16 threads for 9 h, 64 for 2 h).
@@ -66,50 +66,50 @@ type rule struct {
 	// own: the rule reads its field alone, so one value of it can be
 	// checked before the rest of the workload is known.
 	own bool
-	bad func(w *Workload) string // why w breaks the rule; "" when it does not
+	bad func(w *lab.Workload) string // why w breaks the rule; "" when it does not
 }
 
 func msg(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
 // rules, in the order Validate reports them.
 var rules = []rule{
-	{"--port", true, func(w *Workload) string {
+	{"--port", true, func(w *lab.Workload) string {
 		if w.Port <= 0 || w.Port > 65535 {
 			return msg("%d is not a TCP port (1-65535)", w.Port)
 		}
 		return ""
 	}},
-	{"-c/--connections", true, func(w *Workload) string {
+	{"-c/--connections", true, func(w *lab.Workload) string {
 		if w.Connections < 1 || w.Connections > MaxConnections {
 			return msg("%d connections: use 1-%d", w.Connections, MaxConnections)
 		}
 		return ""
 	}},
-	{"-P/--pipeline", true, func(w *Workload) string {
+	{"-P/--pipeline", true, func(w *lab.Workload) string {
 		if w.Pipeline < 1 || w.Pipeline > MaxPipeline {
 			return msg("pipeline depth must be 1-%d, got %d", MaxPipeline, w.Pipeline)
 		}
 		return ""
 	}},
-	{"-P/--pipeline", false, func(w *Workload) string {
+	{"-P/--pipeline", false, func(w *lab.Workload) string {
 		if w.Connections*w.Pipeline > MaxInFlight {
 			return msg("%d connections x %d in flight each is more than %d requests in flight; lower -P or -c", w.Connections, w.Pipeline, MaxInFlight)
 		}
 		return ""
 	}},
-	{"-t/--threads", true, func(w *Workload) string {
+	{"-t/--threads", true, func(w *lab.Workload) string {
 		if w.Threads < 1 || w.Threads > MaxThreads {
 			return msg("%d worker threads: use 1-%d", w.Threads, MaxThreads)
 		}
 		return ""
 	}},
-	{"-t/--threads", false, func(w *Workload) string {
+	{"-t/--threads", false, func(w *lab.Workload) string {
 		if w.Threads > w.Connections {
 			return msg("%d threads for %d connections would leave threads idle; use -t <= -c", w.Threads, w.Connections)
 		}
 		return ""
 	}},
-	{"-n/--keyspace", true, func(w *Workload) string {
+	{"-n/--keyspace", true, func(w *lab.Workload) string {
 		if w.Keyspace < 1 || w.Keyspace > MaxKeyspace {
 			return msg("%d keys: use 1-%d", w.Keyspace, MaxKeyspace)
 		}
@@ -117,12 +117,12 @@ var rules = []rule{
 	}},
 	// Own: alone (no keyspace yet) a key must still name one key. The
 	// probe's keys come after the keyspace.
-	{"--key-size", true, func(w *Workload) string {
+	{"--key-size", true, func(w *lab.Workload) string {
 		n := max(w.Keyspace, 1)
 		if !w.Probe.IsZero() {
-			n += ProbeKeys
+			n += lab.ProbeKeys
 		}
-		switch lo := minKeySize(n); {
+		switch lo := lab.MinKeySize(n); {
 		case w.KeySize > MaxKeySize:
 			return msg("%d bytes: keys are at most %d bytes", w.KeySize, MaxKeySize)
 		case w.KeySize < lo:
@@ -130,138 +130,138 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	{"-s/--value-size", true, func(w *Workload) string {
+	{"-s/--value-size", true, func(w *lab.Workload) string {
 		if w.ValueSz.IsZero() {
-			return msg("no value size; use %s", SizeMixForms)
+			return msg("no value size; use %s", lab.SizeMixForms)
 		}
-		return errMsg(w.ValueSz.validate())
+		return errMsg(w.ValueSz.Validate())
 	}},
-	{"-s/--value-size", false, func(w *Workload) string {
-		if w.Verify != VerifyNone && w.ValueSz.Min() < MinVerifiableSize {
-			return msg("values under %d bytes cannot carry the verify header; use --verify none", MinVerifiableSize)
-		}
-		return ""
-	}},
-	{"-d/--duration", true, func(w *Workload) string {
-		if w.Duration <= 0 || w.Duration.D() > MaxDuration {
-			return msg("%s: use more than 0s and at most %s", w.Duration, MaxDuration)
+	{"-s/--value-size", false, func(w *lab.Workload) string {
+		if w.Verify != lab.VerifyNone && w.ValueSz.Min() < lab.MinVerifiableSize {
+			return msg("values under %d bytes cannot carry the verify header; use --verify none", lab.MinVerifiableSize)
 		}
 		return ""
 	}},
-	{"--warmup", true, func(w *Workload) string {
-		if w.Warmup < 0 || w.Warmup.D() > MaxDuration {
-			return msg("%s: use 0s to %s", w.Warmup, MaxDuration)
+	{"-d/--duration", true, func(w *lab.Workload) string {
+		if w.Duration <= 0 || w.Duration.D() > lab.MaxDuration {
+			return msg("%s: use more than 0s and at most %s", w.Duration, lab.MaxDuration)
 		}
 		return ""
 	}},
-	{"--request-timeout", true, func(w *Workload) string {
+	{"--warmup", true, func(w *lab.Workload) string {
+		if w.Warmup < 0 || w.Warmup.D() > lab.MaxDuration {
+			return msg("%s: use 0s to %s", w.Warmup, lab.MaxDuration)
+		}
+		return ""
+	}},
+	{"--request-timeout", true, func(w *lab.Workload) string {
 		if w.RequestTimeout <= 0 || w.RequestTimeout.D() > MaxRequestTimeout {
 			return msg("%s: use more than 0s and at most %s", w.RequestTimeout, MaxRequestTimeout)
 		}
 		return ""
 	}},
-	{"--engine", true, func(w *Workload) string {
-		if w.Engine != EngineRaw && w.Engine != EngineValkeyGo {
+	{"--engine", true, func(w *lab.Workload) string {
+		if w.Engine != lab.EngineRaw && w.Engine != lab.EngineValkeyGo {
 			return msg("%q: use raw or valkey-go", w.Engine)
 		}
 		return ""
 	}},
-	{"-d/--duration", false, func(w *Workload) string {
+	{"-d/--duration", false, func(w *lab.Workload) string {
 		if secs := int((w.Duration.D() + time.Second - 1) / time.Second); w.Threads*secs > MaxThreadSeconds {
 			return msg("%s with %d threads keeps %d MiB of per-second latency series; keep threads x seconds at most %d (shorten -d or lower -t)",
 				w.Duration, w.Threads, w.Threads*secs/512, MaxThreadSeconds)
 		}
 		return ""
 	}},
-	{"--cpu-list", true, func(w *Workload) string { return errMsg(w.CPUList.Validate()) }},
-	{"-r/--ratio", true, func(w *Workload) string { return errMsg(w.Ratio.validate()) }},
-	{"--verify", true, func(w *Workload) string { return errMsg(w.Verify.validate()) }},
-	{"--key-dist", true, func(w *Workload) string { return errMsg(w.KeyDist.Validate()) }},
+	{"--cpu-list", true, func(w *lab.Workload) string { return errMsg(w.CPUList.Validate()) }},
+	{"-r/--ratio", true, func(w *lab.Workload) string { return errMsg(w.Ratio.Validate()) }},
+	{"--verify", true, func(w *lab.Workload) string { return errMsg(w.Verify.Validate()) }},
+	{"--key-dist", true, func(w *lab.Workload) string { return errMsg(w.KeyDist.Validate()) }},
 	// Open loop: a rate or a ramp, checked against the value sizes it
 	// paces, and what pacing needs from the other fields.
-	{"--rate", true, func(w *Workload) string {
+	{"--rate", true, func(w *lab.Workload) string {
 		if w.Rate.IsZero() {
 			return ""
 		}
-		return errMsg(w.Rate.validate())
+		return errMsg(w.Rate.Validate())
 	}},
-	{"--rate", false, func(w *Workload) string {
-		if w.Rate.IsZero() || w.ValueSz.validate() != nil {
+	{"--rate", false, func(w *lab.Workload) string {
+		if w.Rate.IsZero() || w.ValueSz.Validate() != nil {
 			return ""
 		}
 		_, err := w.Rate.OpsPerSec(w.MeanValueBytes())
 		return errMsg(err)
 	}},
-	{"--ramp", true, func(w *Workload) string {
+	{"--ramp", true, func(w *lab.Workload) string {
 		if w.Ramp.IsZero() {
 			return ""
 		}
-		return errMsg(w.Ramp.validate())
+		return errMsg(w.Ramp.Validate())
 	}},
-	{"--ramp", false, func(w *Workload) string {
+	{"--ramp", false, func(w *lab.Workload) string {
 		switch {
 		case w.Ramp.IsZero():
 			return ""
 		case !w.Rate.IsZero():
 			return msg("--rate %s and --ramp %s: give one (a ramp's steps are its rates)", w.Rate, w.Ramp)
-		case w.ValueSz.validate() != nil:
+		case w.ValueSz.Validate() != nil:
 			return ""
 		}
 		_, err := w.Ramp.StepRates(w.MeanValueBytes())
 		return errMsg(err)
 	}},
-	{"-d/--duration", false, func(w *Workload) string {
+	{"-d/--duration", false, func(w *lab.Workload) string {
 		if !w.Ramp.IsZero() && w.Duration.D() != w.Ramp.Length() {
 			return msg("%s, but --ramp %s is %s long: a ramp's steps are the measured window; leave -d out", w.Duration, w.Ramp, w.Ramp.Length())
 		}
 		return ""
 	}},
-	{"--arrival", true, func(w *Workload) string {
+	{"--arrival", true, func(w *lab.Workload) string {
 		if w.Arrival == "" {
 			return ""
 		}
-		return errMsg(w.Arrival.validate())
+		return errMsg(w.Arrival.Validate())
 	}},
-	{"--arrival", false, func(w *Workload) string {
+	{"--arrival", false, func(w *lab.Workload) string {
 		if w.Arrival != "" && !w.Paced() {
 			return msg("%s paces nothing without --rate, --ramp or --probe", w.Arrival)
 		}
 		return ""
 	}},
-	{"--queue-limit", true, func(w *Workload) string {
+	{"--queue-limit", true, func(w *lab.Workload) string {
 		if w.QueueLimit < 0 || w.QueueLimit.D() > MaxRequestTimeout || (w.QueueLimit > 0 && w.QueueLimit.D() < MinQueueLimit) {
 			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, ShortDuration(MaxRequestTimeout))
 		}
 		return ""
 	}},
-	{"--queue-limit", false, func(w *Workload) string {
+	{"--queue-limit", false, func(w *lab.Workload) string {
 		if w.QueueLimit != 0 && !w.Paced() {
 			return msg("%s limits the queue of paced requests; give --rate, --ramp or --probe", w.QueueLimit)
 		}
 		return ""
 	}},
-	{"--probe", true, func(w *Workload) string {
+	{"--probe", true, func(w *lab.Workload) string {
 		if w.Probe.IsZero() {
 			return ""
 		}
-		return errMsg(w.Probe.validate())
+		return errMsg(w.Probe.Validate())
 	}},
-	{"--probe", false, func(w *Workload) string {
+	{"--probe", false, func(w *lab.Workload) string {
 		switch {
 		case w.Probe.IsZero():
 			return ""
-		case w.Verify != VerifyNone && w.Probe.Size < MinVerifiableSize:
-			return msg("%s: probe values under %d bytes cannot carry the verify header; use --verify none", w.Probe, MinVerifiableSize)
-		case w.Warmup.D() < MinProbeWarmup:
-			return msg("%s needs --warmup %s or more: its first quarter settles the probe, the next measures it alone (longer when 1,000 GETs need it) and the last half warms the main load", w.Probe, MinProbeWarmup)
+		case w.Verify != lab.VerifyNone && w.Probe.Size < lab.MinVerifiableSize:
+			return msg("%s: probe values under %d bytes cannot carry the verify header; use --verify none", w.Probe, lab.MinVerifiableSize)
+		case w.Warmup.D() < lab.MinProbeWarmup:
+			return msg("%s needs --warmup %s or more: its first quarter settles the probe, the next measures it alone (longer when 1,000 GETs need it) and the last half warms the main load", w.Probe, lab.MinProbeWarmup)
 		}
 		return ""
 	}},
-	{"--cluster", false, func(w *Workload) string {
+	{"--cluster", false, func(w *lab.Workload) string {
 		switch {
 		case !w.Cluster:
 			return ""
-		case w.Engine != EngineRaw:
+		case w.Engine != lab.EngineRaw:
 			return msg("only the raw engine routes by slot; use --engine raw")
 		case !w.Probe.IsZero():
 			return msg("no --probe against a cluster yet (its keys are not dealt to the nodes)")
@@ -269,14 +269,14 @@ var rules = []rule{
 			return msg("no --tls against a cluster yet: redirected requests go over plain side connections")
 		}
 		n := max(w.Keyspace, 1)
-		if lo := minKeySize(n) + ClusterKeyRoom; w.KeySize < lo {
+		if lo := lab.MinKeySize(n) + ClusterKeyRoom; w.KeySize < lo {
 			return msg("--key-size %d leaves no room for the hash tag that places each of %d keys on its node; use %d-%d", w.KeySize, n, lo, MaxKeySize)
 		}
 		return ""
 	}},
-	{"--engine", false, func(w *Workload) string {
+	{"--engine", false, func(w *lab.Workload) string {
 		switch {
-		case w.Engine != EngineValkeyGo:
+		case w.Engine != lab.EngineValkeyGo:
 			return ""
 		case !w.Probe.IsZero():
 			return msg("valkey-go has no --probe (it cannot keep the probe's connections apart); use the raw engine")
@@ -288,28 +288,28 @@ var rules = []rule{
 	// A body sent by reference needs the raw engine's plain socket: under
 	// TLS every byte is sealed into a record (a copy), and valkey-go
 	// writes through its own buffers.
-	{"--send", false, func(w *Workload) string {
+	{"--send", false, func(w *lab.Workload) string {
 		switch {
-		case w.Send == SendAuto || w.Send == SendCopy:
+		case w.Send == lab.SendAuto || w.Send == lab.SendCopy:
 			return ""
 		case w.TLS.On:
 			return msg("--send %s: under --tls every byte is sealed into a TLS record, a copy; use --send copy or auto", w.Send)
-		case w.Engine == EngineValkeyGo:
+		case w.Engine == lab.EngineValkeyGo:
 			return msg("--send %s: the valkey-go engine writes through its own buffers; use the raw engine or --send copy", w.Send)
 		}
 		return ""
 	}},
 	// Commands: one command, and keys per request.
-	{"--command", true, func(w *Workload) string { return errMsg(w.Command.validate()) }},
-	{"--command", false, func(w *Workload) string {
+	{"--command", true, func(w *lab.Workload) string { return errMsg(w.Command.Validate()) }},
+	{"--command", false, func(w *lab.Workload) string {
 		switch {
 		case w.Command.Reads() && w.Ratio.Sets > 0:
 			return msg("%s issues no SET, but -r %s asks for SETs; leave -r out", w.Command, w.Ratio)
-		case w.Command.writes() && w.Ratio.Gets > 0:
+		case w.Command.Writes() && w.Ratio.Gets > 0:
 			return msg("%s issues no GET, but -r %s asks for GETs; leave -r out", w.Command, w.Ratio)
 		case !w.Command.Multi():
 			return ""
-		case w.Engine == EngineValkeyGo:
+		case w.Engine == lab.EngineValkeyGo:
 			return msg("%s: the valkey-go engine sends GET and SET only; use the raw engine", w.Command)
 		case w.OpenLoop():
 			return msg("%s is closed loop only: --rate and --ramp pace single-key requests", w.Command)
@@ -324,13 +324,13 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	{"--keys-per-op", true, func(w *Workload) string {
+	{"--keys-per-op", true, func(w *lab.Workload) string {
 		if w.KeysPerOp < 0 || w.KeysPerOp > MaxKeysPerOp {
 			return msg("%d keys per request: use 1-%d", w.KeysPerOp, MaxKeysPerOp)
 		}
 		return ""
 	}},
-	{"--keys-per-op", false, func(w *Workload) string {
+	{"--keys-per-op", false, func(w *lab.Workload) string {
 		n := w.KeysPerOp
 		switch {
 		case n == 0:
@@ -341,8 +341,8 @@ var rules = []rule{
 			return msg("the %d keys of one request are distinct, but -n is %d; use -n %d or more", n, w.Keyspace, n)
 		case w.Connections*w.Pipeline*n > MaxKeysInFlight:
 			return msg("%d connections x %d in flight x %d keys is more than %d keys in flight; lower -c, -P or --keys-per-op", w.Connections, w.Pipeline, n, MaxKeysInFlight)
-		case int64(n)*int64(w.ValueSz.Max()) > int64(MaxValueSize):
-			return msg("%d values of %s in one request is more than %s", n, w.ValueSz.Max(), MaxValueSize)
+		case int64(n)*int64(w.ValueSz.Max()) > int64(lab.MaxValueSize):
+			return msg("%d values of %s in one request is more than %s", n, w.ValueSz.Max(), lab.MaxValueSize)
 		}
 		return ""
 	}},
@@ -353,9 +353,9 @@ var rules = []rule{
 const ClusterKeyRoom = cluster.MaxTagLen + 2
 
 // MinQueueLimit is the shortest --queue-limit: a request counts as late
-// only after LateAfter, so a shorter queue would drop requests that are
-// not even late.
-const MinQueueLimit = LateAfter
+// only after lab.LateAfter, so a shorter queue would drop requests that
+// are not even late.
+const MinQueueLimit = lab.LateAfter
 
 func errMsg(err error) string {
 	if err == nil {
@@ -364,8 +364,9 @@ func errMsg(err error) string {
 	return err.Error()
 }
 
-// Validate checks a resolved workload; each error names the flag.
-func (w Workload) Validate() error {
+// Validate checks a resolved workload (bench flags, a campaign's cells);
+// each error is a *FieldError naming the flag.
+func Validate(w lab.Workload) error {
 	for _, r := range rules {
 		if m := r.bad(&w); m != "" {
 			return &FieldError{Field: r.flag, Msg: m}
@@ -383,7 +384,7 @@ func (w Workload) Validate() error {
 // between fields (-t at most -c, -c x -P, --verify against -s) are
 // Validate's, on the whole workload. A field without bounds of its own
 // passes.
-func (w Workload) CheckField(name string) error {
+func CheckField(w lab.Workload, name string) error {
 	for _, r := range rules {
 		if !r.own {
 			continue
@@ -399,9 +400,32 @@ func (w Workload) CheckField(name string) error {
 	return nil
 }
 
-// minKeySize is the shortest key that still names n distinct keys with the
-// "key:" prefix used by every engine.
-func minKeySize(n int) int { return len(keyPrefix) + len(strconv.Itoa(max(n-1, 0))) }
+// tlsRule refuses TLS flags that cannot mean anything together; it names
+// the flag that is out of place. The files are read by TLSConfig, at
+// setup.
+func tlsRule(w *lab.Workload) (flag, why string) {
+	t := w.TLS
+	if !t.On {
+		for _, f := range []struct {
+			flag string
+			set  bool
+		}{{"--cacert", t.CACert != ""}, {"--cert", t.Cert != ""}, {"--key", t.Key != ""}, {"--sni", t.SNI != ""}, {"--tls-insecure", t.Insecure}} {
+			if f.set {
+				return f.flag, "needs --tls"
+			}
+		}
+		return "", ""
+	}
+	switch {
+	case t.Insecure && t.CACert != "":
+		return "--tls-insecure", "cannot go with --cacert: either verify against the CA or do not verify"
+	case t.Cert != "" && t.Key == "":
+		return "--cert", "needs --key (the client certificate's private key)"
+	case t.Key != "" && t.Cert == "":
+		return "--key", "needs --cert (the client certificate)"
+	}
+	return "", ""
+}
 
 // ShortDuration prints whole hours as "24h", not "24h0m0s": a bound as
 // errors and help state it.

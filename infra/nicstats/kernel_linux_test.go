@@ -41,7 +41,7 @@ func pair(t *testing.T) (srv, cli *netns.Host) {
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	return pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+	return netns.Of(pr.Server), netns.Of(pr.Client)
 }
 
 // openIn opens an Ethtool reader inside h's namespace.

@@ -30,7 +30,7 @@ func pair(t *testing.T) (srv, cli *netns.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+	return netns.Of(pr.Server), netns.Of(pr.Client)
 }
 
 // recordingBencher keeps the figure each calibration bench measured, by

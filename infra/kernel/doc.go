@@ -7,8 +7,11 @@
 // and the namespace handles of infra/netns and tuning (file descriptors
 // and inode identities, not facts).
 //
-// Every reader is a method of FS; what it reads goes to a pure parser, so
-// fixtures test the parsing and the real /proc tests the paths.
+// Every reader is a method of FS, or, where tuning reads through a view of
+// the root (a fixture host, a network namespace), a function over Reader
+// (ReadTopology, ReadNetDevice, ReadInterrupts, ReadIRQAffinity,
+// ReadSysctl); what it reads goes to a pure parser, so fixtures test the
+// parsing and the real /proc tests the paths.
 //
 // # gopsutil
 //

@@ -23,8 +23,8 @@ const CommandForms = "get, set (as -r 100:0, -r 0:100), mget or mset (--keys-per
 // memtier comparison's MGET of 10 keys.
 const DefaultKeysPerOp = 10
 
-// Validate says whether the command is one linerate runs, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the command is one linerate runs, on its own; the
+// bounds between fields are lab/fields'.
 func (c Command) Validate() error {
 	switch c {
 	case "", CommandGet, CommandSet, CommandMGet, CommandMSet:

@@ -91,8 +91,8 @@ func ParseProbe(s string) (Probe, error) {
 	return p, nil
 }
 
-// Validate says whether the probe is one linerate can run, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the probe is one linerate can run, on its own; the
+// bounds between fields are lab/fields'.
 func (p Probe) Validate() error {
 	if p.Size < 1 || p.Size > MaxValueSize {
 		return fmt.Errorf("SIZE %d bytes is outside 1 B - %s", int64(p.Size), MaxValueSize)

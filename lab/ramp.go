@@ -70,8 +70,8 @@ func ParseRamp(s string) (Ramp, error) {
 	return r, nil
 }
 
-// Validate says whether the ramp is one linerate can run, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the ramp is one linerate can run, on its own; the
+// bounds between fields are lab/fields'.
 func (r Ramp) Validate() error {
 	switch {
 	case r.From.Validate() != nil:
@@ -196,8 +196,8 @@ func ParseArrival(s string) (Arrival, error) {
 	return a, nil
 }
 
-// Validate says whether the arrival process is one linerate knows, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the arrival process is one linerate knows, on its
+// own; the bounds between fields are lab/fields'.
 func (a Arrival) Validate() error {
 	if a != ArrivalConstant && a != ArrivalPoisson {
 		return fmt.Errorf("arrival %s: use %s", quoteShort(string(a)), ArrivalForms)

@@ -179,8 +179,8 @@ func (r Rate) IsZero() bool { return r == Rate{} }
 // IsBits says the rate was given in bits per second.
 func (r Rate) IsBits() bool { return r.BitsPerSec != 0 }
 
-// Validate says whether the rate is one linerate can pace, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the rate is one linerate can pace, on its own; the
+// bounds between fields are lab/fields'.
 func (r Rate) Validate() error {
 	switch {
 	case r.PerSec != 0 && r.BitsPerSec != 0:

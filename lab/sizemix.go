@@ -120,8 +120,8 @@ func parseMixSize(s string) (Size, error) {
 	return v, err
 }
 
-// Validate says whether the value sizes are ones linerate can send, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the value sizes are ones linerate can send, on its
+// own; the bounds between fields are lab/fields'.
 func (m SizeMix) Validate() error {
 	inBounds := func(what string, s Size) error {
 		if s < 1 || s > MaxValueSize {

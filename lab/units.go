@@ -128,8 +128,8 @@ func ParseRatio(s string) (Ratio, error) {
 	return r, nil
 }
 
-// Validate says whether the ratio is one linerate can keep, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the ratio is one linerate can keep, on its own; the
+// bounds between fields are lab/fields'.
 func (r Ratio) Validate() error {
 	if r.Gets < 0 || r.Sets < 0 || r.Gets > MaxRatioWeight || r.Sets > MaxRatioWeight || r.Gets+r.Sets == 0 {
 		return fmt.Errorf("%d:%d: use %s", r.Gets, r.Sets, RatioForms)

@@ -218,8 +218,8 @@ const (
 	VerifyFull   Verify = "full"   // every byte, which reads the payload into user space
 )
 
-// Validate says whether the verify mode is one linerate knows, on its own; the bounds
-// between fields are lab/fields'.
+// Validate says whether the verify mode is one linerate knows, on its own;
+// the bounds between fields are lab/fields'.
 func (v Verify) Validate() error {
 	switch v {
 	case VerifyNone, VerifyHeader, VerifyFull:

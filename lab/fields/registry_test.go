@@ -200,6 +200,6 @@ func TestBoundsNameRegistryFlags(t *testing.T) {
 		})
 	}
 	if n < 20 {
-		t.Errorf("read %d flag names from lab's bounds; the rules are not where this test looks", n)
+		t.Errorf("read %d flag names from the bounds; the rules are not where this test looks", n)
 	}
 }

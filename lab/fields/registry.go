@@ -6,8 +6,14 @@
 // flag table (Markdown) and the tests that hold the campaign axes and the
 // export columns to the table are all read from it.
 //
+// The bounds a workload is held to live here too, beside the table: one
+// rule per flag in bounds.go (Validate runs them all, CheckField one
+// field's own, FieldError names the flag), the habit and prefill checks
+// in habits.go, and the reading of the TLS files the flags name
+// (TLSConfig).
+//
 // Package lab is the record's schema and knows no flag package: the flags
-// live here, one package above it.
+// and the bounds live here, one package above it.
 package fields
 
 import (

@@ -56,149 +56,56 @@ func (e *FieldError) Name() string {
 	return e.Field
 }
 
-// A rule holds one field of a workload to its bounds. The table below is
-// the one place the bounds and their messages live: Validate runs every
-// rule on a resolved workload (bench flags, a campaign's cells), and
-// CheckField runs a field's own rules on one value as a campaign lists it,
-// so a value out of bounds reads the same from either.
+// A field's own bounds (one value, read alone) are its Registry entry's
+// bound, one function below each; a rule holds a field to bounds that
+// read other fields too. Together they are the one place the bounds and
+// their messages live: Validate runs every bound and rule on a resolved
+// workload (bench flags, a campaign's cells), and CheckField runs a
+// field's own bound on one value as a campaign lists it, so a value out
+// of bounds reads the same from either.
 type rule struct {
-	flag string // the field as errors name it: "-c/--connections"
-	// own: the rule reads its field alone, so one value of it can be
-	// checked before the rest of the workload is known.
-	own bool
-	bad func(w *lab.Workload) string // why w breaks the rule; "" when it does not
+	flag string                       // the field as errors name it: "-c/--connections"
+	bad  func(w *lab.Workload) string // why w breaks the rule; "" when it does not
 }
 
 func msg(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
-// rules, in the order Validate reports them.
+// rules, the bounds between fields, in the order Validate reports them
+// (after each field's own, the Registry's bound).
 var rules = []rule{
-	{"--port", true, func(w *lab.Workload) string {
-		if w.Port <= 0 || w.Port > 65535 {
-			return msg("%d is not a TCP port (1-65535)", w.Port)
-		}
-		return ""
-	}},
-	{"-c/--connections", true, func(w *lab.Workload) string {
-		if w.Connections < 1 || w.Connections > MaxConnections {
-			return msg("%d connections: use 1-%d", w.Connections, MaxConnections)
-		}
-		return ""
-	}},
-	{"-P/--pipeline", true, func(w *lab.Workload) string {
-		if w.Pipeline < 1 || w.Pipeline > MaxPipeline {
-			return msg("pipeline depth must be 1-%d, got %d", MaxPipeline, w.Pipeline)
-		}
-		return ""
-	}},
-	{"-P/--pipeline", false, func(w *lab.Workload) string {
+	{"-P/--pipeline", func(w *lab.Workload) string {
 		if w.Connections*w.Pipeline > MaxInFlight {
 			return msg("%d connections x %d in flight each is more than %d requests in flight; lower -P or -c", w.Connections, w.Pipeline, MaxInFlight)
 		}
 		return ""
 	}},
-	{"-t/--threads", true, func(w *lab.Workload) string {
-		if w.Threads < 1 || w.Threads > MaxThreads {
-			return msg("%d worker threads: use 1-%d", w.Threads, MaxThreads)
-		}
-		return ""
-	}},
-	{"-t/--threads", false, func(w *lab.Workload) string {
+	{"-t/--threads", func(w *lab.Workload) string {
 		if w.Threads > w.Connections {
 			return msg("%d threads for %d connections would leave threads idle; use -t <= -c", w.Threads, w.Connections)
 		}
 		return ""
 	}},
-	{"-n/--keyspace", true, func(w *lab.Workload) string {
-		if w.Keyspace < 1 || w.Keyspace > MaxKeyspace {
-			return msg("%d keys: use 1-%d", w.Keyspace, MaxKeyspace)
-		}
-		return ""
-	}},
-	// Own: alone (no keyspace yet) a key must still name one key. The
-	// probe's keys come after the keyspace.
-	{"--key-size", true, func(w *lab.Workload) string {
-		n := max(w.Keyspace, 1)
-		if !w.Probe.IsZero() {
-			n += lab.ProbeKeys
-		}
-		switch lo := lab.MinKeySize(n); {
-		case w.KeySize > MaxKeySize:
-			return msg("%d bytes: keys are at most %d bytes", w.KeySize, MaxKeySize)
-		case w.KeySize < lo:
-			return msg("%d bytes cannot name %d distinct keys; use %d-%d", w.KeySize, n, lo, MaxKeySize)
-		}
-		return ""
-	}},
-	{"-s/--value-size", true, func(w *lab.Workload) string {
-		if w.ValueSz.IsZero() {
-			return msg("no value size; use %s", lab.SizeMixForms)
-		}
-		return errMsg(w.ValueSz.Validate())
-	}},
-	{"-s/--value-size", false, func(w *lab.Workload) string {
+	{"-s/--value-size", func(w *lab.Workload) string {
 		if w.Verify != lab.VerifyNone && w.ValueSz.Min() < lab.MinVerifiableSize {
 			return msg("values under %d bytes cannot carry the verify header; use --verify none", lab.MinVerifiableSize)
 		}
 		return ""
 	}},
-	{"-d/--duration", true, func(w *lab.Workload) string {
-		if w.Duration <= 0 || w.Duration.D() > lab.MaxDuration {
-			return msg("%s: use more than 0s and at most %s", w.Duration, lab.MaxDuration)
-		}
-		return ""
-	}},
-	{"--warmup", true, func(w *lab.Workload) string {
-		if w.Warmup < 0 || w.Warmup.D() > lab.MaxDuration {
-			return msg("%s: use 0s to %s", w.Warmup, lab.MaxDuration)
-		}
-		return ""
-	}},
-	{"--request-timeout", true, func(w *lab.Workload) string {
-		if w.RequestTimeout <= 0 || w.RequestTimeout.D() > MaxRequestTimeout {
-			return msg("%s: use more than 0s and at most %s", w.RequestTimeout, MaxRequestTimeout)
-		}
-		return ""
-	}},
-	{"--engine", true, func(w *lab.Workload) string {
-		if w.Engine != lab.EngineRaw && w.Engine != lab.EngineValkeyGo {
-			return msg("%q: use raw or valkey-go", w.Engine)
-		}
-		return ""
-	}},
-	{"-d/--duration", false, func(w *lab.Workload) string {
+	{"-d/--duration", func(w *lab.Workload) string {
 		if secs := int((w.Duration.D() + time.Second - 1) / time.Second); w.Threads*secs > MaxThreadSeconds {
 			return msg("%s with %d threads keeps %d MiB of per-second latency series; keep threads x seconds at most %d (shorten -d or lower -t)",
 				w.Duration, w.Threads, w.Threads*secs/512, MaxThreadSeconds)
 		}
 		return ""
 	}},
-	{"--cpu-list", true, func(w *lab.Workload) string { return errMsg(w.CPUList.Validate()) }},
-	{"-r/--ratio", true, func(w *lab.Workload) string { return errMsg(w.Ratio.Validate()) }},
-	{"--verify", true, func(w *lab.Workload) string { return errMsg(w.Verify.Validate()) }},
-	{"--key-dist", true, func(w *lab.Workload) string { return errMsg(w.KeyDist.Validate()) }},
-	// Open loop: a rate or a ramp, checked against the value sizes it
-	// paces, and what pacing needs from the other fields.
-	{"--rate", true, func(w *lab.Workload) string {
-		if w.Rate.IsZero() {
-			return ""
-		}
-		return errMsg(w.Rate.Validate())
-	}},
-	{"--rate", false, func(w *lab.Workload) string {
+	{"--rate", func(w *lab.Workload) string {
 		if w.Rate.IsZero() || w.ValueSz.Validate() != nil {
 			return ""
 		}
 		_, err := w.Rate.OpsPerSec(w.MeanValueBytes())
 		return errMsg(err)
 	}},
-	{"--ramp", true, func(w *lab.Workload) string {
-		if w.Ramp.IsZero() {
-			return ""
-		}
-		return errMsg(w.Ramp.Validate())
-	}},
-	{"--ramp", false, func(w *lab.Workload) string {
+	{"--ramp", func(w *lab.Workload) string {
 		switch {
 		case w.Ramp.IsZero():
 			return ""
@@ -210,43 +117,25 @@ var rules = []rule{
 		_, err := w.Ramp.StepRates(w.MeanValueBytes())
 		return errMsg(err)
 	}},
-	{"-d/--duration", false, func(w *lab.Workload) string {
+	{"-d/--duration", func(w *lab.Workload) string {
 		if !w.Ramp.IsZero() && w.Duration.D() != w.Ramp.Length() {
 			return msg("%s, but --ramp %s is %s long: a ramp's steps are the measured window; leave -d out", w.Duration, w.Ramp, w.Ramp.Length())
 		}
 		return ""
 	}},
-	{"--arrival", true, func(w *lab.Workload) string {
-		if w.Arrival == "" {
-			return ""
-		}
-		return errMsg(w.Arrival.Validate())
-	}},
-	{"--arrival", false, func(w *lab.Workload) string {
+	{"--arrival", func(w *lab.Workload) string {
 		if w.Arrival != "" && !w.Paced() {
 			return msg("%s paces nothing without --rate, --ramp or --probe", w.Arrival)
 		}
 		return ""
 	}},
-	{"--queue-limit", true, func(w *lab.Workload) string {
-		if w.QueueLimit < 0 || w.QueueLimit.D() > MaxRequestTimeout || (w.QueueLimit > 0 && w.QueueLimit.D() < MinQueueLimit) {
-			return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, ShortDuration(MaxRequestTimeout))
-		}
-		return ""
-	}},
-	{"--queue-limit", false, func(w *lab.Workload) string {
+	{"--queue-limit", func(w *lab.Workload) string {
 		if w.QueueLimit != 0 && !w.Paced() {
 			return msg("%s limits the queue of paced requests; give --rate, --ramp or --probe", w.QueueLimit)
 		}
 		return ""
 	}},
-	{"--probe", true, func(w *lab.Workload) string {
-		if w.Probe.IsZero() {
-			return ""
-		}
-		return errMsg(w.Probe.Validate())
-	}},
-	{"--probe", false, func(w *lab.Workload) string {
+	{"--probe", func(w *lab.Workload) string {
 		switch {
 		case w.Probe.IsZero():
 			return ""
@@ -257,7 +146,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	{"--cluster", false, func(w *lab.Workload) string {
+	{"--cluster", func(w *lab.Workload) string {
 		switch {
 		case !w.Cluster:
 			return ""
@@ -274,7 +163,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	{"--engine", false, func(w *lab.Workload) string {
+	{"--engine", func(w *lab.Workload) string {
 		switch {
 		case w.Engine != lab.EngineValkeyGo:
 			return ""
@@ -288,7 +177,7 @@ var rules = []rule{
 	// A body sent by reference needs the raw engine's plain socket: under
 	// TLS every byte is sealed into a record (a copy), and valkey-go
 	// writes through its own buffers.
-	{"--send", false, func(w *lab.Workload) string {
+	{"--send", func(w *lab.Workload) string {
 		switch {
 		case w.Send == lab.SendAuto || w.Send == lab.SendCopy:
 			return ""
@@ -299,9 +188,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	// Commands: one command, and keys per request.
-	{"--command", true, func(w *lab.Workload) string { return errMsg(w.Command.Validate()) }},
-	{"--command", false, func(w *lab.Workload) string {
+	{"--command", func(w *lab.Workload) string {
 		switch {
 		case w.Command.Reads() && w.Ratio.Sets > 0:
 			return msg("%s issues no SET, but -r %s asks for SETs; leave -r out", w.Command, w.Ratio)
@@ -324,13 +211,7 @@ var rules = []rule{
 		}
 		return ""
 	}},
-	{"--keys-per-op", true, func(w *lab.Workload) string {
-		if w.KeysPerOp < 0 || w.KeysPerOp > MaxKeysPerOp {
-			return msg("%d keys per request: use 1-%d", w.KeysPerOp, MaxKeysPerOp)
-		}
-		return ""
-	}},
-	{"--keys-per-op", false, func(w *lab.Workload) string {
+	{"--keys-per-op", func(w *lab.Workload) string {
 		n := w.KeysPerOp
 		switch {
 		case n == 0:
@@ -364,9 +245,18 @@ func errMsg(err error) string {
 	return err.Error()
 }
 
-// Validate checks a resolved workload (bench flags, a campaign's cells);
-// each error is a *FieldError naming the flag.
+// Validate checks a resolved workload (bench flags, a campaign's cells):
+// each field's own bound in Registry order, then the rules between
+// fields; each error is a *FieldError naming the flag.
 func Validate(w lab.Workload) error {
+	for _, f := range Registry {
+		if f.bound == nil {
+			continue
+		}
+		if m := f.bound(&w); m != "" {
+			return &FieldError{Field: f.named(), Msg: m}
+		}
+	}
 	for _, r := range rules {
 		if m := r.bad(&w); m != "" {
 			return &FieldError{Field: r.flag, Msg: m}
@@ -385,19 +275,23 @@ func Validate(w lab.Workload) error {
 // Validate's, on the whole workload. A field without bounds of its own
 // passes.
 func CheckField(w lab.Workload, name string) error {
-	for _, r := range rules {
-		if !r.own {
-			continue
-		}
-		fe := FieldError{Field: r.flag}
-		if fe.Name() != name {
-			continue
-		}
-		if fe.Msg = r.bad(&w); fe.Msg != "" {
-			return &fe
-		}
+	f, ok := Lookup(name)
+	if !ok || f.bound == nil {
+		return nil
+	}
+	if m := f.bound(&w); m != "" {
+		return &FieldError{Field: f.named(), Msg: m}
 	}
 	return nil
+}
+
+// named is the field as errors name it: "-c/--connections", or
+// "--key-size" without a short flag.
+func (f Field) named() string {
+	if f.Short == "" {
+		return "--" + f.Flag
+	}
+	return "-" + f.Short + "/--" + f.Flag
 }
 
 // tlsRule refuses TLS flags that cannot mean anything together; it names
@@ -431,4 +325,148 @@ func tlsRule(w *lab.Workload) (flag, why string) {
 // errors and help state it.
 func ShortDuration(d time.Duration) string {
 	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
+
+// Each field's own bounds, named by its Registry entry (bound).
+
+func portBound(w *lab.Workload) string {
+	if w.Port <= 0 || w.Port > 65535 {
+		return msg("%d is not a TCP port (1-65535)", w.Port)
+	}
+	return ""
+}
+
+func connectionsBound(w *lab.Workload) string {
+	if w.Connections < 1 || w.Connections > MaxConnections {
+		return msg("%d connections: use 1-%d", w.Connections, MaxConnections)
+	}
+	return ""
+}
+
+func pipelineBound(w *lab.Workload) string {
+	if w.Pipeline < 1 || w.Pipeline > MaxPipeline {
+		return msg("pipeline depth must be 1-%d, got %d", MaxPipeline, w.Pipeline)
+	}
+	return ""
+}
+
+func threadsBound(w *lab.Workload) string {
+	if w.Threads < 1 || w.Threads > MaxThreads {
+		return msg("%d worker threads: use 1-%d", w.Threads, MaxThreads)
+	}
+	return ""
+}
+
+func keyspaceBound(w *lab.Workload) string {
+	if w.Keyspace < 1 || w.Keyspace > MaxKeyspace {
+		return msg("%d keys: use 1-%d", w.Keyspace, MaxKeyspace)
+	}
+	return ""
+}
+
+// keySizeBound: alone (no keyspace yet) a key must still name one key.
+// The probe's keys come after the keyspace.
+func keySizeBound(w *lab.Workload) string {
+	n := max(w.Keyspace, 1)
+	if !w.Probe.IsZero() {
+		n += lab.ProbeKeys
+	}
+	switch lo := lab.MinKeySize(n); {
+	case w.KeySize > MaxKeySize:
+		return msg("%d bytes: keys are at most %d bytes", w.KeySize, MaxKeySize)
+	case w.KeySize < lo:
+		return msg("%d bytes cannot name %d distinct keys; use %d-%d", w.KeySize, n, lo, MaxKeySize)
+	}
+	return ""
+}
+
+func valueSizeBound(w *lab.Workload) string {
+	if w.ValueSz.IsZero() {
+		return msg("no value size; use %s", lab.SizeMixForms)
+	}
+	return errMsg(w.ValueSz.Validate())
+}
+
+func durationBound(w *lab.Workload) string {
+	if w.Duration <= 0 || w.Duration.D() > lab.MaxDuration {
+		return msg("%s: use more than 0s and at most %s", w.Duration, lab.MaxDuration)
+	}
+	return ""
+}
+
+func warmupBound(w *lab.Workload) string {
+	if w.Warmup < 0 || w.Warmup.D() > lab.MaxDuration {
+		return msg("%s: use 0s to %s", w.Warmup, lab.MaxDuration)
+	}
+	return ""
+}
+
+func requestTimeoutBound(w *lab.Workload) string {
+	if w.RequestTimeout <= 0 || w.RequestTimeout.D() > MaxRequestTimeout {
+		return msg("%s: use more than 0s and at most %s", w.RequestTimeout, MaxRequestTimeout)
+	}
+	return ""
+}
+
+func engineBound(w *lab.Workload) string {
+	if w.Engine != lab.EngineRaw && w.Engine != lab.EngineValkeyGo {
+		return msg("%q: use raw or valkey-go", w.Engine)
+	}
+	return ""
+}
+
+func cpuListBound(w *lab.Workload) string { return errMsg(w.CPUList.Validate()) }
+
+func ratioBound(w *lab.Workload) string { return errMsg(w.Ratio.Validate()) }
+
+func verifyBound(w *lab.Workload) string { return errMsg(w.Verify.Validate()) }
+
+func keyDistBound(w *lab.Workload) string { return errMsg(w.KeyDist.Validate()) }
+
+// Open loop: a rate or a ramp alone here; the rules check it against the
+// value sizes it paces, and what pacing needs from the other fields.
+func rateBound(w *lab.Workload) string {
+	if w.Rate.IsZero() {
+		return ""
+	}
+	return errMsg(w.Rate.Validate())
+}
+
+func rampBound(w *lab.Workload) string {
+	if w.Ramp.IsZero() {
+		return ""
+	}
+	return errMsg(w.Ramp.Validate())
+}
+
+func arrivalBound(w *lab.Workload) string {
+	if w.Arrival == "" {
+		return ""
+	}
+	return errMsg(w.Arrival.Validate())
+}
+
+func queueLimitBound(w *lab.Workload) string {
+	if w.QueueLimit < 0 || w.QueueLimit.D() > MaxRequestTimeout || (w.QueueLimit > 0 && w.QueueLimit.D() < MinQueueLimit) {
+		return msg("%s: use %s to %s", w.QueueLimit, MinQueueLimit, ShortDuration(MaxRequestTimeout))
+	}
+	return ""
+}
+
+func probeBound(w *lab.Workload) string {
+	if w.Probe.IsZero() {
+		return ""
+	}
+	return errMsg(w.Probe.Validate())
+}
+
+// Commands: one command, and keys per request (the rules check both
+// against the other fields).
+func commandBound(w *lab.Workload) string { return errMsg(w.Command.Validate()) }
+
+func keysPerOpBound(w *lab.Workload) string {
+	if w.KeysPerOp < 0 || w.KeysPerOp > MaxKeysPerOp {
+		return msg("%d keys per request: use 1-%d", w.KeysPerOp, MaxKeysPerOp)
+	}
+	return ""
 }

@@ -149,7 +149,7 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		mut  func(*lab.Workload)
 		flag string
 	}{
-		{func(w *lab.Workload) { w.Port = 70000 }, "--port"},
+		{func(w *lab.Workload) { w.Port = 70000 }, "-p/--port"},
 		{func(w *lab.Workload) { w.Connections = 0 }, "-c/--connections"},
 		{func(w *lab.Workload) { w.Threads = w.Connections + 1 }, "-t/--threads"},
 		{func(w *lab.Workload) { w.Keyspace = 1000; w.KeySize = 6 }, "--key-size"},

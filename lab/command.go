@@ -23,7 +23,9 @@ const CommandForms = "get, set (as -r 100:0, -r 0:100), mget or mset (--keys-per
 // memtier comparison's MGET of 10 keys.
 const DefaultKeysPerOp = 10
 
-func (c Command) validate() error {
+// Validate says whether the command is one linerate runs, on its own; the
+// bounds between fields are lab/fields'.
+func (c Command) Validate() error {
 	switch c {
 	case "", CommandGet, CommandSet, CommandMGet, CommandMSet:
 		return nil
@@ -34,13 +36,13 @@ func (c Command) validate() error {
 // Multi says whether the command names several keys per request.
 func (c Command) Multi() bool { return c == CommandMGet || c == CommandMSet }
 
-// Reads says whether the command reads (get, mget); writes, set and mset.
+// Reads says whether the command reads (get, mget); Writes, set and mset.
 func (c Command) Reads() bool  { return c == CommandGet || c == CommandMGet }
-func (c Command) writes() bool { return c == CommandSet || c == CommandMSet }
+func (c Command) Writes() bool { return c == CommandSet || c == CommandMSet }
 
 func (c *Command) Set(s string) error {
 	nc := Command(s)
-	if err := nc.validate(); err != nil {
+	if err := nc.Validate(); err != nil {
 		return err
 	}
 	*c = nc

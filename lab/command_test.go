@@ -25,7 +25,7 @@ func benchFlags(args ...string) (lab.Workload, error) {
 		return w, err
 	}
 	r := w.Resolve()
-	return r, r.Validate()
+	return r, fields.Validate(r)
 }
 
 // --command and --keys-per-op: what each line runs, and a line that makes

@@ -85,13 +85,15 @@ func ParseProbe(s string) (Probe, error) {
 		return bad("RATE: %v", err)
 	}
 	p := Probe{Size: size, Rate: rate}
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return bad("%v", err)
 	}
 	return p, nil
 }
 
-func (p Probe) validate() error {
+// Validate says whether the probe is one linerate can run, on its own; the
+// bounds between fields are lab/fields'.
+func (p Probe) Validate() error {
 	if p.Size < 1 || p.Size > MaxValueSize {
 		return fmt.Errorf("SIZE %d bytes is outside 1 B - %s", int64(p.Size), MaxValueSize)
 	}
@@ -144,7 +146,7 @@ func (p *Probe) UnmarshalJSON(b []byte) error {
 		*p = Probe{}
 		return nil
 	}
-	if err := Probe(q).validate(); err != nil {
+	if err := Probe(q).Validate(); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
 	*p = Probe(q)

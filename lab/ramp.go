@@ -64,18 +64,20 @@ func ParseRamp(s string) (Ramp, error) {
 		return bad("STEP_DURATION %s: use a Go duration such as 10s or 1m", quoteShort(parts[3]))
 	}
 	r.Step = Duration(d)
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return bad("%v", err)
 	}
 	return r, nil
 }
 
-func (r Ramp) validate() error {
+// Validate says whether the ramp is one linerate can run, on its own; the
+// bounds between fields are lab/fields'.
+func (r Ramp) Validate() error {
 	switch {
-	case r.From.validate() != nil:
-		return fmt.Errorf("FROM: %w", r.From.validate())
-	case r.To.validate() != nil:
-		return fmt.Errorf("TO: %w", r.To.validate())
+	case r.From.Validate() != nil:
+		return fmt.Errorf("FROM: %w", r.From.Validate())
+	case r.To.Validate() != nil:
+		return fmt.Errorf("TO: %w", r.To.Validate())
 	case r.From.IsBits() != r.To.IsBits():
 		return fmt.Errorf("FROM %s and TO %s: give both in requests/s or both as bit rates", r.From, r.To)
 	case r.Steps < MinRampSteps || r.Steps > MaxRampSteps:
@@ -97,7 +99,7 @@ func (r Ramp) Length() time.Duration { return time.Duration(r.Steps) * r.Step.D(
 // StepRates is each step's offered rate in requests per second, converted
 // as Rate.OpsPerSec does (bit rates with the mix's mean value size).
 func (r Ramp) StepRates(meanValueBytes float64) ([]float64, error) {
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	from, err := r.From.OpsPerSec(meanValueBytes)
@@ -164,7 +166,7 @@ func (r *Ramp) UnmarshalJSON(b []byte) error {
 		*r = Ramp{}
 		return nil
 	}
-	if err := Ramp(p).validate(); err != nil {
+	if err := Ramp(p).Validate(); err != nil {
 		return fmt.Errorf("ramp: %w", err)
 	}
 	*r = Ramp(p)
@@ -188,13 +190,15 @@ const ArrivalForms = "constant (evenly spaced) or poisson (exponential gaps from
 // ParseArrival reads --arrival.
 func ParseArrival(s string) (Arrival, error) {
 	a := Arrival(strings.TrimSpace(s))
-	if err := a.validate(); err != nil {
+	if err := a.Validate(); err != nil {
 		return "", fmt.Errorf("arrival %s: use %s", quoteShort(s), ArrivalForms)
 	}
 	return a, nil
 }
 
-func (a Arrival) validate() error {
+// Validate says whether the arrival process is one linerate knows, on its
+// own; the bounds between fields are lab/fields'.
+func (a Arrival) Validate() error {
 	if a != ArrivalConstant && a != ArrivalPoisson {
 		return fmt.Errorf("arrival %s: use %s", quoteShort(string(a)), ArrivalForms)
 	}

@@ -97,7 +97,7 @@ func ParseRate(s string) (Rate, error) {
 		return bad("use " + RateForms)
 	}
 	r := Rate{PerSec: v}
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return bad(err.Error())
 	}
 	return r, nil
@@ -179,7 +179,9 @@ func (r Rate) IsZero() bool { return r == Rate{} }
 // IsBits says the rate was given in bits per second.
 func (r Rate) IsBits() bool { return r.BitsPerSec != 0 }
 
-func (r Rate) validate() error {
+// Validate says whether the rate is one linerate can pace, on its own; the
+// bounds between fields are lab/fields'.
+func (r Rate) Validate() error {
 	switch {
 	case r.PerSec != 0 && r.BitsPerSec != 0:
 		return fmt.Errorf("both %v requests/s and %v bits/s: give one", r.PerSec, r.BitsPerSec)
@@ -199,7 +201,7 @@ func (r Rate) validate() error {
 // holds on average over the keys, not request by request. A result outside
 // MinRate-MaxRate is an error that names both figures.
 func (r Rate) OpsPerSec(meanValueBytes float64) (float64, error) {
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return 0, err
 	}
 	if !r.IsBits() {
@@ -240,7 +242,7 @@ func (r *Rate) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return fmt.Errorf("rate: %w", err)
 	}
-	if err := Rate(p).validate(); err != nil && Rate(p) != (Rate{}) {
+	if err := Rate(p).Validate(); err != nil && Rate(p) != (Rate{}) {
 		return fmt.Errorf("rate: %w", err)
 	}
 	*r = Rate(p)

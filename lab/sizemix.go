@@ -62,7 +62,7 @@ func ParseSizeMix(s string) (SizeMix, error) {
 			return bad("range MAX: %v", err)
 		}
 		m := SizeMix{Lo: a, Hi: b}
-		if err := m.validate(); err != nil {
+		if err := m.Validate(); err != nil {
 			return bad("%v", err)
 		}
 		return m, nil
@@ -74,7 +74,7 @@ func ParseSizeMix(s string) (SizeMix, error) {
 			return SizeMix{}, err
 		}
 		m := OneSize(one)
-		if err := m.validate(); err != nil {
+		if err := m.Validate(); err != nil {
 			return SizeMix{}, err
 		}
 		return m, nil
@@ -101,7 +101,7 @@ func ParseSizeMix(s string) (SizeMix, error) {
 	if len(m.Parts) == 1 { // 8MiB:100 is 8MiB
 		m = OneSize(m.Parts[0].Size)
 	}
-	if err := m.validate(); err != nil {
+	if err := m.Validate(); err != nil {
 		return bad("%v", err)
 	}
 	return m, nil
@@ -120,7 +120,9 @@ func parseMixSize(s string) (Size, error) {
 	return v, err
 }
 
-func (m SizeMix) validate() error {
+// Validate says whether the value sizes are ones linerate can send, on its
+// own; the bounds between fields are lab/fields'.
+func (m SizeMix) Validate() error {
 	inBounds := func(what string, s Size) error {
 		if s < 1 || s > MaxValueSize {
 			return fmt.Errorf("%s %d bytes is outside 1 B - %s", what, int64(s), MaxValueSize)
@@ -328,7 +330,7 @@ func (m *SizeMix) UnmarshalJSON(b []byte) error {
 }
 
 func (m *SizeMix) setChecked(p SizeMix) error {
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return fmt.Errorf("value sizes: %w", err)
 	}
 	*m = p

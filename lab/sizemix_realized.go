@@ -160,7 +160,7 @@ func FormatBytes(b float64) string {
 // asked mean before the keyspace is known), which the requests' mean
 // follows under a uniform key choice.
 func (w Workload) MeanValueBytes() float64 {
-	if _, one := w.ValueSz.Single(); one || w.Keyspace < 1 || w.ValueSz.validate() != nil {
+	if _, one := w.ValueSz.Single(); one || w.Keyspace < 1 || w.ValueSz.Validate() != nil {
 		return w.ValueSz.Mean()
 	}
 	return w.ValueSz.Realize(w.Seed, w.Keyspace).Mean

@@ -122,13 +122,15 @@ func ParseRatio(s string) (Ratio, error) {
 	gi, err1 := strconv.Atoi(g)
 	si, err2 := strconv.Atoi(st)
 	r := Ratio{Gets: gi, Sets: si}
-	if err1 != nil || err2 != nil || r.validate() != nil {
+	if err1 != nil || err2 != nil || r.Validate() != nil {
 		return Ratio{}, fmt.Errorf("ratio %q: use %s", s, RatioForms)
 	}
 	return r, nil
 }
 
-func (r Ratio) validate() error {
+// Validate says whether the ratio is one linerate can keep, on its own; the
+// bounds between fields are lab/fields'.
+func (r Ratio) Validate() error {
 	if r.Gets < 0 || r.Sets < 0 || r.Gets > MaxRatioWeight || r.Sets > MaxRatioWeight || r.Gets+r.Sets == 0 {
 		return fmt.Errorf("%d:%d: use %s", r.Gets, r.Sets, RatioForms)
 	}

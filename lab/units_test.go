@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/linerate/linerate/lab/keys"
 )
 
 func TestParseSize(t *testing.T) {
@@ -72,36 +70,6 @@ func TestParseRatioAndCPUList(t *testing.T) {
 		if _, err := ParseCPUList(bad); err == nil {
 			t.Errorf("ParseCPUList(%q) accepted", bad)
 		}
-	}
-}
-
-func TestValidateNamesTheFlag(t *testing.T) {
-	base := Workload{}.Resolve()
-	for _, tc := range []struct {
-		mut  func(*Workload)
-		flag string
-	}{
-		{func(w *Workload) { w.Port = 70000 }, "--port"},
-		{func(w *Workload) { w.Connections = 0 }, "-c/--connections"},
-		{func(w *Workload) { w.Threads = w.Connections + 1 }, "-t/--threads"},
-		{func(w *Workload) { w.Keyspace = 1000; w.KeySize = 6 }, "--key-size"},
-		{func(w *Workload) { w.ValueSz = OneSize(10) }, "-s/--value-size"},
-		{func(w *Workload) { w.Pipeline = 0 }, "-P/--pipeline"},
-		{func(w *Workload) { w.Engine = "memtier" }, "--engine"},
-		{func(w *Workload) { w.Verify = "some" }, "--verify"},
-		{func(w *Workload) { w.KeyDist = keys.Dist{Kind: keys.Zipf, Alpha: 0} }, "--key-dist"},
-		{func(w *Workload) { w.KeyDist = keys.Dist{Kind: keys.Gaussian, Mean: 0.5} }, "--key-dist"},
-	} {
-		w := base
-		tc.mut(&w)
-		err := w.Validate()
-		fe, ok := err.(*FieldError)
-		if !ok || fe.Field != tc.flag {
-			t.Errorf("want an error naming %s, got %v", tc.flag, err)
-		}
-	}
-	if err := base.Validate(); err != nil {
-		t.Errorf("defaults do not validate: %v", err)
 	}
 }
 

@@ -185,3 +185,7 @@ func ParseKeyID(key []byte) (uint32, bool) {
 	}
 	return uint32(id), true
 }
+
+// MinKeySize is the shortest key that still names n distinct keys with the
+// "key:" prefix used by every engine.
+func MinKeySize(n int) int { return len(keyPrefix) + len(strconv.Itoa(max(n-1, 0))) }

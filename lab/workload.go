@@ -95,6 +95,9 @@ const (
 	// MaxValueSize bounds -s: the protocol allows 512 MB bulk strings by
 	// default; beyond that the server refuses before we send.
 	MaxValueSize = Size(4 << 30)
+	// MaxDuration bounds -d, --warmup and a ramp's length (lab/fields holds
+	// the workload to it; Ramp.Validate too, the ramp parsed on its own).
+	MaxDuration = 24 * time.Hour
 )
 
 // EngineRaw is the purpose-built engine; EngineValkeyGo the cross-check.
@@ -135,7 +138,7 @@ func (w Workload) Resolve() Workload {
 	}
 	if r.Ratio == (Ratio{}) {
 		r.Ratio = Ratio{Gets: 100}
-		if r.Command.writes() {
+		if r.Command.Writes() {
 			r.Ratio = Ratio{Sets: 100}
 		}
 	}
@@ -215,7 +218,9 @@ const (
 	VerifyFull   Verify = "full"   // every byte, which reads the payload into user space
 )
 
-func (v Verify) validate() error {
+// Validate says whether the verify mode is one linerate knows, on its own;
+// the bounds between fields are lab/fields'.
+func (v Verify) Validate() error {
 	switch v {
 	case VerifyNone, VerifyHeader, VerifyFull:
 		return nil
@@ -225,7 +230,7 @@ func (v Verify) validate() error {
 
 func (v *Verify) Set(s string) error {
 	nv := Verify(s)
-	if err := nv.validate(); err != nil {
+	if err := nv.Validate(); err != nil {
 		return err
 	}
 	*v = nv

@@ -48,7 +48,7 @@ func TestArgsRoundTripOpenLoop(t *testing.T) {
 		}},
 	} {
 		w := openWorkload(t, tc.mut)
-		if err := w.Validate(); err != nil {
+		if err := fields.Validate(w); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
@@ -146,8 +146,8 @@ func TestOpenLoopBounds(t *testing.T) {
 		w := lab.Workload{Connections: 4, Threads: 1, Warmup: lab.Duration(4 * time.Second)}
 		tc.mut(&w)
 		w = w.Resolve()
-		err := w.Validate()
-		fe, ok := err.(*lab.FieldError)
+		err := fields.Validate(w)
+		fe, ok := err.(*fields.FieldError)
 		if !ok || fe.Field != tc.flag {
 			t.Errorf("%s: want an error naming %s, got %v", tc.name, tc.flag, err)
 		}
@@ -159,7 +159,7 @@ func TestOpenLoopBounds(t *testing.T) {
 	} {
 		w := lab.Workload{Connections: 4, Threads: 1, Warmup: lab.Duration(4 * time.Second)}
 		good(&w)
-		if err := w.Resolve().Validate(); err != nil {
+		if err := fields.Validate(w.Resolve()); err != nil {
 			t.Errorf("%+v: %v", w, err)
 		}
 	}

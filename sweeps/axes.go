@@ -225,12 +225,13 @@ var axisByName = func() map[string]axisDef {
 }()
 
 // check holds one listed value to the bounds its field has on its own:
-// lab's rule, the one the bench flag meets too, so both read alike.
+// the rule in lab/fields, the one the bench flag meets too, so both read
+// alike.
 func (def axisDef) check(v any) error {
 	var w lab.Workload
 	def.apply(&w, v)
-	var fe *lab.FieldError
-	if err := w.CheckField(def.name); errors.As(err, &fe) {
+	var fe *fields.FieldError
+	if err := fields.CheckField(w, def.name); errors.As(err, &fe) {
 		return errors.New(fe.Msg)
 	} else if err != nil {
 		return err

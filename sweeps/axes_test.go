@@ -56,8 +56,8 @@ func TestCampaignAndFlagsShareBounds(t *testing.T) {
 				}
 				why = after
 			} else {
-				var fe *lab.FieldError
-				if err := w.Resolve().Validate(); !errors.As(err, &fe) || fe.Name() != tc.field {
+				var fe *fields.FieldError
+				if err := fields.Validate(w.Resolve()); !errors.As(err, &fe) || fe.Name() != tc.field {
 					t.Fatalf("flags %v: %v, want an error naming --%s", tc.flags, err, tc.field)
 				}
 				why = fe.Msg

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -68,7 +69,7 @@ func TestLoadCampaignRefusesEndlessFiles(t *testing.T) {
 // summed, and must read as huge, never negative.
 func TestEstimateSaturates(t *testing.T) {
 	e := EstimateParams{PrefillRate: MinPrefillRate}
-	w := lab.Workload{Prefill: true, Keyspace: lab.MaxKeyspace, ValueSz: lab.OneSize(lab.MaxValueSize), Duration: lab.Duration(lab.MaxDuration)}
+	w := lab.Workload{Prefill: true, Keyspace: fields.MaxKeyspace, ValueSz: lab.OneSize(lab.MaxValueSize), Duration: lab.Duration(lab.MaxDuration)}
 	if one := e.cell(w); one < 100*365*24*time.Hour {
 		t.Errorf("one cell: %s, want more than a century", one)
 	}

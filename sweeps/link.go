@@ -10,6 +10,7 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // "Saturate 200 Gbps" is a claim about the link: before the first cell on
@@ -139,7 +140,7 @@ func (d *decoder) calibration(n *yaml.Node, path string, out *Calibration) {
 		"value-size": field(out.SetValueSize),
 		"connections": func(n *yaml.Node, p string) {
 			var v int64
-			if d.integer(n, p, 1, lab.MaxConnections, &v) {
+			if d.integer(n, p, 1, fields.MaxConnections, &v) {
 				out.Connections = int(v)
 			}
 		},
@@ -177,11 +178,11 @@ func (k *Calibration) SetValueSize(s string) error {
 	return nil
 }
 
-// SetConnections sets N of the N-flow runs: 1 to lab.MaxConnections.
+// SetConnections sets N of the N-flow runs: 1 to fields.MaxConnections.
 func (k *Calibration) SetConnections(s string) error {
 	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 || v > lab.MaxConnections {
-		return fmt.Errorf("%q: use 1-%d connections", s, lab.MaxConnections)
+	if err != nil || v < 1 || v > fields.MaxConnections {
+		return fmt.Errorf("%q: use 1-%d connections", s, fields.MaxConnections)
 	}
 	k.Connections = v
 	return nil

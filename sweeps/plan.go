@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // Resolved is what a version selector turned out to be, e.g. valkey 9.1.2.
@@ -163,11 +164,11 @@ func (c *Campaign) expandWorkloads() ([]workloadCell, error) {
 func (c *Campaign) validateWorkload(wc workloadCell) error {
 	w := wc.w
 	w.Host, w.Port = "127.0.0.1", lab.DefaultPort
-	err := w.Resolve().Validate()
+	err := fields.Validate(w.Resolve())
 	if err == nil {
 		return nil
 	}
-	var fe *lab.FieldError
+	var fe *fields.FieldError
 	field, msg := "", err.Error()
 	if errors.As(err, &fe) {
 		field, msg = fe.Name(), fe.Msg

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/cpus"
 )
 
@@ -107,7 +108,7 @@ func (a *applier) setQueues(ctx context.Context) error {
 		if slices.ContainsFunc(a.snap.State.IRQs, func(x IRQAffinity) bool { return x.IRQ == pin.IRQ }) {
 			continue
 		}
-		cpus, err := readAffinity(a.h.FS, pin.IRQ)
+		cpus, err := kernel.ReadIRQAffinity(a.h.FS, pin.IRQ)
 		if err != nil {
 			return err
 		}
@@ -134,7 +135,7 @@ func (a *applier) pinIRQs(ctx context.Context) error {
 		if have[pin.IRQ].Equal(pin.CPUs) {
 			continue
 		}
-		if err := writeValue(a.h.FS, affinityPath(pin.IRQ), pin.CPUs.String()); err != nil {
+		if err := writeValue(a.h.FS, kernel.IRQAffinityPath(pin.IRQ), pin.CPUs.String()); err != nil {
 			return fmt.Errorf("pin IRQ %d (%s) to CPUs %s: %w", pin.IRQ, pin.Name, pin.CPUs, err)
 		}
 	}
@@ -147,7 +148,7 @@ func (a *applier) setSysctls(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := writeValue(a.h.FS, sysctlPath(s.Name), s.Value); err != nil {
+		if err := writeValue(a.h.FS, kernel.SysctlPath(s.Name), s.Value); err != nil {
 			return fmt.Errorf("set sysctl %s: %w", s.Name, err)
 		}
 	}
@@ -213,10 +214,10 @@ func Revert(ctx context.Context, h Host, snap Snapshot) error {
 
 func revertSysctls(_ context.Context, h Host, want State, note func(error)) {
 	for _, s := range want.Sysctls {
-		if got, err := readSysctl(h.FS, s.Name); err == nil && normalizeSysctl(got) == normalizeSysctl(s.Value) {
+		if got, err := kernel.ReadSysctl(h.FS, s.Name); err == nil && normalizeSysctl(got) == normalizeSysctl(s.Value) {
 			continue
 		}
-		if err := writeValue(h.FS, sysctlPath(s.Name), s.Value); err != nil {
+		if err := writeValue(h.FS, kernel.SysctlPath(s.Name), s.Value); err != nil {
 			note(fmt.Errorf("restore sysctl %s: %w", s.Name, err))
 		}
 	}
@@ -241,10 +242,10 @@ func revertIRQs(ctx context.Context, h Host, want State, note func(error)) {
 			note(ctx.Err())
 			return
 		}
-		if got, err := readAffinity(h.FS, a.IRQ); err == nil && got.Equal(a.CPUs) {
+		if got, err := kernel.ReadIRQAffinity(h.FS, a.IRQ); err == nil && got.Equal(a.CPUs) {
 			continue
 		}
-		if err := writeValue(h.FS, affinityPath(a.IRQ), a.CPUs.String()); err != nil {
+		if err := writeValue(h.FS, kernel.IRQAffinityPath(a.IRQ), a.CPUs.String()); err != nil {
 			note(fmt.Errorf("restore IRQ %d (%s) to CPUs %s: %w", a.IRQ, a.Name, a.CPUs, err))
 		}
 	}

@@ -51,7 +51,7 @@ func (f fixtureDevices) writeJSON(name string, v any) error {
 }
 
 func (f fixtureDevices) Channels(ctx context.Context, ifname string) (Channels, error) {
-	if _, err := f.fs.ReadDir("/sys/class/net/" + ifname); err != nil {
+	if _, err := kernel.ReadNetDevice(f.fs, ifname); err != nil {
 		return Channels{}, fmt.Errorf("read queue counts of %s: %w", ifname, ErrUnknownInterface)
 	}
 	var ch Channels

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/cpus"
 )
 
 // FS is the file half of the host seam: every read and write of /proc, /sys
-// and /etc goes through it, named by absolute paths as on a real host.
+// and /etc goes through it, named by absolute paths as on a real host. The
+// kernel's files are read and parsed by infra/kernel's readers over it
+// (ReadNetDevice, ReadInterrupts, ReadIRQAffinity, ReadSysctl, ReadTopology);
+// tuning writes the values back through WriteFile at the paths infra/kernel
+// names (SysctlPath, IRQAffinityPath).
 // kernel.FS is the real one, rooted at "/" on the live system or at a
 // fixture tree copied into a test's temporary directory; a host tuned from
 // inside a network namespace wraps it (WithScope).
@@ -30,9 +33,6 @@ func parseCPUSet(s string) (cpus.List, error) {
 	l, err := cpus.Parse(s)
 	return l.Sorted(), err
 }
-
-// readString reads a one-value file and trims the trailing newline.
-func readString(f FS, name string) (string, error) { return kernel.ReadValue(f, name) }
 
 // writeValue writes one value and wraps a refusal with the file and value, the
 // two things an operator needs to reproduce it by hand.

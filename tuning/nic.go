@@ -1,11 +1,6 @@
 package tuning
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io/fs"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,72 +29,30 @@ type NIC struct {
 }
 
 // ErrUnknownInterface is returned for an interface the host does not have.
-var ErrUnknownInterface = errors.New("unknown interface")
+var ErrUnknownInterface = kernel.ErrUnknownInterface
 
 // ReadNIC finds an interface and its queue IRQs. The device's MSI vectors
-// (msi_irqs under the device, or under its PCI parent for virtio) say which
-// IRQs belong to it; the names in /proc/interrupts say which serve queues:
-// ENA's "<if>-Tx-Rx-N", i40e's "i40e-<if>-TxRx-N", virtio's "virtioK-input.N",
-// mlx5's "mlx5_compN". A virtual device (veth, loopback) has none.
+// (infra/kernel's ReadNetDevice) say which IRQs belong to it; the names in
+// /proc/interrupts say which serve queues: ENA's "<if>-Tx-Rx-N", i40e's
+// "i40e-<if>-TxRx-N", virtio's "virtioK-input.N", mlx5's "mlx5_compN". A
+// virtual device (veth, loopback) has none.
 func ReadNIC(f FS, name string) (NIC, error) {
 	nic := NIC{Name: name, Node: -1}
-	if name == "" || strings.ContainsAny(name, "/ ") {
-		return nic, fmt.Errorf("%w %q", ErrUnknownInterface, name)
+	dev, err := kernel.ReadNetDevice(f, name)
+	if err != nil || dev.Device == "" {
+		return nic, err
 	}
-	if _, err := f.ReadDir("/sys/class/net/" + name); err != nil {
-		have, _ := f.ReadDir("/sys/class/net")
-		return nic, fmt.Errorf("%w %q (this host has %s)", ErrUnknownInterface, name, strings.Join(have, ", "))
-	}
-	dev, err := resolvePath(f, "/sys/class/net/"+name+"/device")
+	nic.Device, nic.Driver, nic.Node = dev.Device, dev.Driver, dev.Node
+	lines, err := kernel.ReadInterrupts(f)
 	if err != nil {
-		return nic, nil // virtual: no device, no IRQs
-	}
-	nic.Device = path.Base(dev)
-	if drv, err := f.Readlink(dev + "/driver"); err == nil {
-		nic.Driver = path.Base(drv)
-	}
-	// virtio devices sit under their PCI function, which owns the vectors
-	// and the NUMA node.
-	msi := map[int]bool{}
-	for _, d := range []string{dev, path.Dir(dev)} {
-		names, err := f.ReadDir(d + "/msi_irqs")
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
-			if v, err := strconv.Atoi(n); err == nil {
-				msi[v] = true
-			}
-		}
-		if s, err := readString(f, d+"/numa_node"); err == nil {
-			if v, err := strconv.Atoi(s); err == nil && v >= 0 {
-				nic.Node = v
-			}
-		}
-		break
-	}
-	if nic.Node < 0 {
-		if s, err := readString(f, dev+"/numa_node"); err == nil {
-			if v, err := strconv.Atoi(s); err == nil && v >= 0 {
-				nic.Node = v
-			}
-		}
-	}
-
-	raw, err := f.ReadFile("/proc/interrupts")
-	if err != nil {
-		return nic, fmt.Errorf("read /proc/interrupts: %w", err)
-	}
-	lines, err := kernel.ParseInterrupts(bytes.NewReader(raw))
-	if err != nil {
-		return nic, fmt.Errorf("parse /proc/interrupts: %w", err)
+		return nic, err
 	}
 	for _, l := range lines {
 		if l.Name == "" {
 			continue // allocated, but no handler: serves nothing now
 		}
 		named := hasIfToken(l.Name, name)
-		if !named && !msi[l.IRQ] {
+		if !named && !slices.Contains(dev.MSI, l.IRQ) {
 			continue
 		}
 		irq := IRQ{Num: l.IRQ, Name: l.Name, Queue: queueIndex(l.Name)}
@@ -165,35 +118,4 @@ func queueIndex(irqName string) int {
 		return -1
 	}
 	return v
-}
-
-// resolvePath follows symlinks inside the FS, component by component, the
-// way the kernel resolves /sys/class/net/eth0/device on a real host.
-func resolvePath(f FS, name string) (string, error) {
-	parts := strings.Split(strings.Trim(path.Clean(name), "/"), "/")
-	cur := "/"
-	for hops := 0; len(parts) > 0; {
-		p := parts[0]
-		parts = parts[1:]
-		next := path.Join(cur, p)
-		target, err := f.Readlink(next)
-		if err != nil {
-			if _, serr := f.ReadDir(next); serr != nil {
-				if _, rerr := f.ReadFile(next); rerr != nil && errors.Is(rerr, fs.ErrNotExist) {
-					return "", fmt.Errorf("resolve %s: %w", name, fs.ErrNotExist)
-				}
-			}
-			cur = next
-			continue
-		}
-		if hops++; hops > 40 {
-			return "", fmt.Errorf("resolve %s: too many links", name)
-		}
-		if !strings.HasPrefix(target, "/") {
-			target = path.Join(cur, target)
-		}
-		parts = append(strings.Split(strings.Trim(path.Clean(target), "/"), "/"), parts...)
-		cur = "/"
-	}
-	return cur, nil
 }

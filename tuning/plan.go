@@ -2,10 +2,13 @@ package tuning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/linerate/linerate/infra/kernel"
 )
 
 // Plan is what apply would do, computed without changing anything.
@@ -33,8 +36,8 @@ func MakePlan(ctx context.Context, h Host, p Profile) (Plan, error) {
 	}
 	pl.Desired = narrow(h, pl.Desired)
 	for _, s := range pl.Desired.Sysctls {
-		if _, err := h.FS.ReadFile(sysctlPath(s.Name)); err != nil {
-			return pl, fieldErr("sysctls."+s.Name, "no such sysctl on this host (%s): %v", sysctlPath(s.Name), err)
+		if _, err := kernel.ReadSysctl(h.FS, s.Name); err != nil {
+			return pl, fieldErr("sysctls."+s.Name, "no such sysctl on this host (%s): %v", kernel.SysctlPath(s.Name), errors.Unwrap(err))
 		}
 	}
 	if pl.Current, err = capture(ctx, h, scopeFor(h, pl.Facts, pl.Desired)); err != nil {

@@ -239,16 +239,6 @@ func validSysctlName(k string) bool {
 	return true
 }
 
-// sysctlPath maps net.core.rmem_max to /proc/sys/net/core/rmem_max. A name
-// may use '/' as separator too (sysctl(8) accepts both); interface names
-// with dots are written with '/' then (net/ipv4/conf/eth0.10/rp_filter).
-func sysctlPath(name string) string {
-	if strings.Contains(name, "/") {
-		return "/proc/sys/" + name
-	}
-	return "/proc/sys/" + strings.ReplaceAll(name, ".", "/")
-}
-
 // ParseProfile reads a YAML (or JSON) profile, refusing unknown fields, and
 // validates it. Errors carry the line of the offending field.
 func ParseProfile(data []byte) (Profile, error) {

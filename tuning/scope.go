@@ -2,7 +2,6 @@ package tuning
 
 import (
 	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 
@@ -65,21 +64,7 @@ func (h Host) WithScope(s Scope, netns string) Host {
 // keeps per namespace writable. In the machine's own namespace every net.*
 // sysctl reads as its own.
 func PerNamespace(f FS, name string) bool {
-	return perNamespacePath(f, sysctlPath(name))
-}
-
-func perNamespacePath(f FS, p string) bool {
-	if !strings.HasPrefix(p, "/proc/sys/net/") {
-		return false
-	}
-	st, ok := f.(interface {
-		Stat(name string) (fs.FileInfo, error)
-	})
-	if !ok {
-		return true
-	}
-	fi, err := st.Stat(p)
-	return err == nil && fi.Mode().Perm()&0o200 != 0
+	return kernel.SysctlPerNamespace(f, kernel.SysctlPath(name))
 }
 
 // narrow keeps of d what h's scope tunes, and notes what it leaves to the
@@ -121,7 +106,7 @@ type kernelNetFS struct {
 
 func (k kernelNetFS) outside(name string) bool {
 	p := path.Clean("/" + name)
-	return strings.HasPrefix(p, "/proc/sys/net/") && !perNamespacePath(k.FS, p)
+	return kernel.IsNetSysctl(p) && !kernel.SysctlPerNamespace(k.FS, p)
 }
 
 // ReadFile reads name, in the machine's namespace when it is kernel-wide.

@@ -44,7 +44,7 @@ func TestPerNamespaceMatchesTheKernel(t *testing.T) {
 		"net.core.netdev_max_backlog", "net.core.optmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
 		"net.ipv4.tcp_mem", "net.ipv4.ip_local_port_range", "net.unix.max_dgram_qlen", "vm.swappiness",
 	} {
-		machine, err := readSysctl(live, name)
+		machine, err := kernel.ReadSysctl(live, name)
 		if err != nil {
 			t.Logf("%s: not on this kernel", name)
 			continue
@@ -54,25 +54,25 @@ func TestPerNamespaceMatchesTheKernel(t *testing.T) {
 		var seenErr error
 		in(func() error {
 			per = PerNamespace(live, name)
-			seen, seenErr = readSysctl(live, name)
+			seen, seenErr = kernel.ReadSysctl(live, name)
 			return nil
 		})
 		kinds[per]++
 		if per {
 			alt := bumpLast(t, seen, 1)
-			in(func() error { return writeValue(live, sysctlPath(name), alt) })
-			if got, _ := readSysctl(live, name); got != machine {
-				writeValue(live, sysctlPath(name), machine)
+			in(func() error { return writeValue(live, kernel.SysctlPath(name), alt) })
+			if got, _ := kernel.ReadSysctl(live, name); got != machine {
+				writeValue(live, kernel.SysctlPath(name), machine)
 				t.Errorf("%s: called per namespace, but a write in the namespace changed the machine's value to %q", name, got)
 			}
 			continue
 		}
 		alt := bumpLast(t, machine, 1)
-		if err := writeValue(live, sysctlPath(name), alt); err != nil {
+		if err := writeValue(live, kernel.SysctlPath(name), alt); err != nil {
 			t.Fatal(err)
 		}
-		in(func() error { seen, seenErr = readSysctl(live, name); return nil })
-		if err := writeValue(live, sysctlPath(name), machine); err != nil {
+		in(func() error { seen, seenErr = kernel.ReadSysctl(live, name); return nil })
+		if err := writeValue(live, kernel.SysctlPath(name), machine); err != nil {
 			t.Fatalf("put %s back to %s: %v", name, machine, err)
 		}
 		if seenErr == nil && normalizeSysctl(seen) != normalizeSysctl(alt) {
@@ -104,7 +104,7 @@ func TestScopeKernelSetsKernelWideNetSysctlsOnTheMachine(t *testing.T) {
 		if err := inNetns(ns, func() error { per = PerNamespace(live, name); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readSysctl(live, name); err == nil && !per {
+		if _, err := kernel.ReadSysctl(live, name); err == nil && !per {
 			wide = name
 			break
 		}
@@ -112,30 +112,30 @@ func TestScopeKernelSetsKernelWideNetSysctlsOnTheMachine(t *testing.T) {
 	if wide == "" {
 		t.Skip("every net.* sysctl tried is per namespace on this kernel")
 	}
-	machine, err := readSysctl(live, wide)
+	machine, err := kernel.ReadSysctl(live, wide)
 	if err != nil {
 		t.Fatal(err)
 	}
 	alt := bumpLast(t, machine, 4096)
 	t.Cleanup(func() {
-		if got, _ := readSysctl(live, wide); got != machine {
-			writeValue(live, sysctlPath(wide), machine)
+		if got, _ := kernel.ReadSysctl(live, wide); got != machine {
+			writeValue(live, kernel.SysctlPath(wide), machine)
 		}
 	})
 	h := Host{FS: live}.WithScope(ScopeKernel, machineNS)
 	var somaxconn, read string
 	err = inNetns(ns, func() error {
 		var err error
-		if read, err = readSysctl(h.FS, wide); err != nil {
+		if read, err = kernel.ReadSysctl(h.FS, wide); err != nil {
 			return err
 		}
-		if err := writeValue(h.FS, sysctlPath(wide), alt); err != nil {
+		if err := writeValue(h.FS, kernel.SysctlPath(wide), alt); err != nil {
 			return err
 		}
-		if err := writeValue(h.FS, sysctlPath("net.core.somaxconn"), "1021"); err != nil {
+		if err := writeValue(h.FS, kernel.SysctlPath("net.core.somaxconn"), "1021"); err != nil {
 			return err
 		}
-		somaxconn, err = readSysctl(live, "net.core.somaxconn")
+		somaxconn, err = kernel.ReadSysctl(live, "net.core.somaxconn")
 		return err
 	})
 	if err != nil {
@@ -144,7 +144,7 @@ func TestScopeKernelSetsKernelWideNetSysctlsOnTheMachine(t *testing.T) {
 	if read != machine {
 		t.Errorf("%s read in the namespace through the kernel scope: %q, the machine's is %q", wide, read, machine)
 	}
-	if got, _ := readSysctl(live, wide); normalizeSysctl(got) != normalizeSysctl(alt) {
+	if got, _ := kernel.ReadSysctl(live, wide); normalizeSysctl(got) != normalizeSysctl(alt) {
 		t.Errorf("%s on the machine after the write: %q, want %q", wide, got, alt)
 	}
 	if somaxconn != "1021" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/cpus"
 )
 
@@ -96,44 +97,20 @@ func capture(ctx context.Context, h Host, sc scope) (State, error) {
 		s.Queues = &q
 	}
 	for _, q := range sc.irqs {
-		cpus, err := readAffinity(h.FS, q.Num)
+		cpus, err := kernel.ReadIRQAffinity(h.FS, q.Num)
 		if err != nil {
 			return s, err
 		}
 		s.IRQs = append(s.IRQs, IRQAffinity{IRQ: q.Num, Name: q.Name, CPUs: cpus})
 	}
 	for _, name := range sc.sysctls {
-		v, err := readSysctl(h.FS, name)
+		v, err := kernel.ReadSysctl(h.FS, name)
 		if err != nil {
 			return s, err
 		}
 		s.Sysctls = append(s.Sysctls, Sysctl{Name: name, Value: v})
 	}
 	return s, nil
-}
-
-func affinityPath(irq int) string { return fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq) }
-
-func readAffinity(f FS, irq int) (cpus.List, error) {
-	s, err := readString(f, affinityPath(irq))
-	if err != nil {
-		return nil, fmt.Errorf("read affinity of IRQ %d: %w", irq, err)
-	}
-	cpus, err := parseCPUSet(s)
-	if err != nil {
-		return nil, fmt.Errorf("read affinity of IRQ %d: %s: %w", irq, affinityPath(irq), err)
-	}
-	return cpus, nil
-}
-
-func readSysctl(f FS, name string) (string, error) {
-	b, err := f.ReadFile(sysctlPath(name))
-	if err != nil {
-		return "", fmt.Errorf("read sysctl %s: %w", name, err)
-	}
-	// Kept as the kernel prints it (tabs in tcp_rmem), so revert writes
-	// back exactly what was there; comparisons normalize whitespace.
-	return strings.TrimRight(string(b), "\n"), nil
 }
 
 // normalizeSysctl makes "4096 131072 6291456" equal the kernel's
@@ -194,7 +171,7 @@ func diff(cur State, d Desired) []Change {
 	}
 	for _, pin := range d.IRQs {
 		if got, ok := have[pin.IRQ]; !ok || !got.Equal(pin.CPUs) {
-			out = append(out, Change{What: "irq", Object: fmt.Sprintf("IRQ %d %s", pin.IRQ, pin.Name), Path: affinityPath(pin.IRQ),
+			out = append(out, Change{What: "irq", Object: fmt.Sprintf("IRQ %d %s", pin.IRQ, pin.Name), Path: kernel.IRQAffinityPath(pin.IRQ),
 				From: orNone(got), To: pin.CPUs.String()})
 		}
 	}
@@ -204,7 +181,7 @@ func diff(cur State, d Desired) []Change {
 	}
 	for _, s := range d.Sysctls {
 		if got := normalizeSysctl(cs[s.Name]); got != normalizeSysctl(s.Value) {
-			out = append(out, Change{What: "sysctl", Object: s.Name, Path: sysctlPath(s.Name), From: got, To: normalizeSysctl(s.Value)})
+			out = append(out, Change{What: "sysctl", Object: s.Name, Path: kernel.SysctlPath(s.Name), From: got, To: normalizeSysctl(s.Value)})
 		}
 	}
 	return out

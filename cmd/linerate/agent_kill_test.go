@@ -38,7 +38,7 @@ func TestAgentKilledLeavesNoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prov.Down(context.Background()) })
-	srvHost := pair.Server.(*netns.Host)
+	srvHost := netns.Of(pair.Server)
 	for _, tc := range []struct{ name, version string }{
 		{"binary", fmt.Sprintf(`{"label":"bin","binary":%q,"server":{}}`, redis)},
 		{"image", fmt.Sprintf(`{"label":"img","image":"redis:%s","server":{}}`, m[1])},

@@ -41,7 +41,7 @@ func bindBench(fs *pflag.FlagSet, given []string) func(context.Context) int {
 	liveJSON := fs.Bool("live-json", false, "write the live totals once a second to stderr, one JSON line each starting \"live \" (how sweep run follows a bench on another host)")
 	fs.StringVar(&b.Ceiling, "ceiling", "", "a JSON record of a run against linerate sink: say how near this run came to the client's own ceiling")
 	fs.Var(&b.Percentiles, "percentiles", "latency percentiles to print and to keep in the record's summaries (p95 is always kept): "+lab.PercentilesForms)
-	fs.StringVar(&b.StartAt, "start-at", "", fmt.Sprintf("wait until this time (Unix nanoseconds, this host's clock, within %s of now) before connecting: how sweep run starts the benches of several client hosts together", shortDuration(lab.MaxStartAhead)))
+	fs.StringVar(&b.StartAt, "start-at", "", fmt.Sprintf("wait until this time (Unix nanoseconds, this host's clock, within %s of now) before connecting: how sweep run starts the benches of several client hosts together", shortDuration(fields.MaxStartAhead)))
 	fs.StringVar(&b.HgrmDir, "hgrm-dir", "", "write HdrHistogram files to `DIR`: RUNID.OP.hgrm (percentile distribution, ms) and RUNID.OP.hlog (interval log, one histogram per second)")
 	return func(ctx context.Context) int {
 		if fs.NArg() > 0 {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/session"
 )
@@ -31,7 +31,7 @@ func bindLink(c *cli) func(context.Context) int {
 	}{
 		{"duration", c.String("duration", "", "each run's measured window, 200ms-10m (default the campaign's, else 10s)"), k.SetDuration},
 		{"warmup", c.String("warmup", "", "each run's warmup, 0s-1m (default the campaign's, else 1s)"), k.SetWarmup},
-		{"connections", c.String("connections", "", fmt.Sprintf("N of the N-flow runs, over every client host, 1-%d (default the campaign's largest)", lab.MaxConnections)), k.SetConnections},
+		{"connections", c.String("connections", "", fmt.Sprintf("N of the N-flow runs, over every client host, 1-%d (default the campaign's largest)", fields.MaxConnections)), k.SetConnections},
 		{"value-size", c.String("value-size", "", "value size the sink serves and SETs carry (default 8MiB)"), k.SetValueSize},
 	}
 	asJSON := c.Bool("json", false, "print the link as JSON (env.json's link)")

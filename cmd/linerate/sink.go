@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/sink"
 	"github.com/spf13/cobra"
 )
@@ -33,8 +34,8 @@ func bindSink(c *cli) func(context.Context) int {
 		case *delay < 0 || *delay > sink.MaxDelay:
 			fmt.Fprintf(os.Stderr, "linerate sink: --delay %s: use 0s to %s\n", *delay, sink.MaxDelay)
 			return lab.ExitUsage
-		case *keyspace < 1 || *keyspace > lab.MaxKeyspace:
-			fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, lab.MaxKeyspace)
+		case *keyspace < 1 || *keyspace > fields.MaxKeyspace:
+			fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, fields.MaxKeyspace)
 			return lab.ExitUsage
 		case *port < 0 || *port > 65535:
 			fmt.Fprintf(os.Stderr, "linerate sink: -p/--port %d: use 0-65535 (0: any free port)\n", *port)

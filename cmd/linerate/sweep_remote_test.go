@@ -89,7 +89,7 @@ workload:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	ns := l.Pair.Client.(*netns.Host).Namespace
+	ns := netns.Of(l.Pair.Client).Namespace
 	code, stdout, stderr := linerate(t, ns, "", "sweep", "run", campaign, "--out", out, "--profiles", profiles)
 	if code != 0 {
 		t.Fatalf("sweep run: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
@@ -122,7 +122,7 @@ workload:
 		t.Errorf("known_hosts:\n%s", known)
 	}
 	// Reverted on both hosts when the run ended.
-	for _, h := range []*netns.Host{l.Pair.Server.(*netns.Host), l.Pair.Client.(*netns.Host)} {
+	for _, h := range []*netns.Host{netns.Of(l.Pair.Server), netns.Of(l.Pair.Client)} {
 		got, _ := exec.Command("ip", "netns", "exec", h.Namespace, "cat", "/proc/sys/net/core/somaxconn").Output()
 		if strings.TrimSpace(string(got)) == "1212" {
 			t.Errorf("%s: somaxconn still tuned after the run", h.Namespace)

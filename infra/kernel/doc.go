@@ -2,13 +2,17 @@
 // mountable root (FS): "/" on the machine, a fixture tree in tests. It is
 // the one place linerate reads what the kernel says in /proc and /sys:
 // tuning, host metrics, the server launchers and the environment record
-// all go through it. It imports nothing of linerate but lab/cpus. Left
-// outside: lab's MemAvailable for the prefill check (lab sits below infra),
-// and the namespace handles of infra/netns and tuning (file descriptors
-// and inode identities, not facts).
+// all go through it, and the prefill check (lab/fields' CheckPrefillFits,
+// below infra) is handed FS.MemAvailable by its caller. It imports nothing
+// of linerate but lab/cpus. Left outside: the namespace handles of
+// infra/netns and tuning (file descriptors and inode identities, not
+// facts).
 //
-// Every reader is a method of FS; what it reads goes to a pure parser, so
-// fixtures test the parsing and the real /proc tests the paths.
+// Every reader is a method of FS, or, where tuning reads through a view of
+// the root (a fixture host, a network namespace), a function over Reader
+// (ReadTopology, ReadNetDevice, ReadInterrupts, ReadIRQAffinity,
+// ReadSysctl); what it reads goes to a pure parser, so fixtures test the
+// parsing and the real /proc tests the paths.
 //
 // # gopsutil
 //

@@ -41,6 +41,16 @@ var (
 	_ infra.SharedFiles = (*Host)(nil)
 )
 
+// Of is the namespace host behind h, nil when h is not one of this
+// package's hosts. It is for tests that bring up a netns pair and reach
+// into it (a namespace's name, a command run in it): no file outside this
+// package asserts *Host (hosts_test.go holds that). Code that works with
+// any provider asks for infra.Entered or infra.SharedFiles instead.
+func Of(h infra.Host) *Host {
+	n, _ := h.(*Host)
+	return n
+}
+
 // Enter is `ip netns exec NAME`, or nil for this process's own namespace.
 func (h *Host) Enter() []string {
 	if h.Namespace == "" {

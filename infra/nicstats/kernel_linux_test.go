@@ -22,7 +22,7 @@ import (
 
 // pair brings up a throwaway namespace pair (198.18.0.1 and .2 on a veth)
 // and takes it down when the test ends.
-func pair(t *testing.T) (srv, cli *netns.Host) {
+func pair(t *testing.T) (srv, cli infra.Entered) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -41,11 +41,11 @@ func pair(t *testing.T) (srv, cli *netns.Host) {
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	return pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+	return pr.Server.(infra.Entered), pr.Client.(infra.Entered)
 }
 
 // openIn opens an Ethtool reader inside h's namespace.
-func openIn(t *testing.T, h *netns.Host) *Ethtool {
+func openIn(t *testing.T, h infra.Entered) *Ethtool {
 	t.Helper()
 	var e *Ethtool
 	if err := h.Do(func() (err error) { e, err = OpenEthtool(); return err }); err != nil {
@@ -105,7 +105,7 @@ func sandwich(t *testing.T, e *Ethtool, ifname string, run func(argv ...string) 
 func TestVethMatchesEthtoolCommand(t *testing.T) {
 	srv, cli := pair(t)
 	for _, h := range []struct {
-		host *netns.Host
+		host infra.Entered
 		dev  string
 	}{{srv, "lr-srv"}, {cli, "lr-cli"}} {
 		e := openIn(t, h.host)

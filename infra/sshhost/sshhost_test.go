@@ -123,7 +123,7 @@ func TestUploadAndBenchOverSSH(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		need(t, false, "redis-server missing (Debian redis-server)")
 	}
-	srv := l.pair.Server.(*netns.Host)
+	srv := netns.Of(l.pair.Server)
 	redis := srv.Command(ctx, "redis-server", "--bind", srv.DataAddr().String(), "--port", "6390",
 		"--save", "", "--appendonly", "no", "--protected-mode", "no")
 	if err := redis.Start(); err != nil {

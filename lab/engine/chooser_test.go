@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/keys"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/pace"
@@ -83,7 +84,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 					Keyspace: tc.keyspace, ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Ratio: tc.ratio, KeyDist: tc.dist,
 					Prefill: tc.prefill, Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(2 * time.Second),
 					Engine: name}.Resolve()
-				if err := w.Validate(); err != nil {
+				if err := fields.Validate(w); err != nil {
 					t.Fatal(err)
 				}
 				e, err := openEngine(w, nil)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/cluster"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/resp"
 )
 
@@ -84,9 +85,9 @@ func (r *route) check(w lab.Workload) error {
 	n := r.nodes()
 	switch {
 	case w.Connections < n:
-		return &lab.FieldError{Field: "-c/--connections", Msg: fmt.Sprintf("%d connections for a cluster of %d primaries: every primary needs one; use -c %d or more", w.Connections, n, n)}
+		return &fields.FieldError{Field: "-c/--connections", Msg: fmt.Sprintf("%d connections for a cluster of %d primaries: every primary needs one; use -c %d or more", w.Connections, n, n)}
 	case w.Keyspace < n:
-		return &lab.FieldError{Field: "-n/--keyspace", Msg: fmt.Sprintf("%d keys for a cluster of %d primaries: every primary needs one; use -n %d or more", w.Keyspace, n, n)}
+		return &fields.FieldError{Field: "-n/--keyspace", Msg: fmt.Sprintf("%d keys for a cluster of %d primaries: every primary needs one; use -n %d or more", w.Keyspace, n, n)}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -65,7 +66,7 @@ func TestPrefillThatCannotFitIsRefusedBeforeWriting(t *testing.T) {
 				}
 				return
 			}
-			var fe *lab.FieldError
+			var fe *fields.FieldError
 			if !errors.As(err, &fe) || fe.Field != "--prefill" {
 				t.Fatalf("error %v, want a --prefill field error", err)
 			}

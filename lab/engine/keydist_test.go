@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/pace"
 )
@@ -40,7 +41,7 @@ func TestEngineDrawsZipfKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			w = w.Resolve()
-			if err := w.Validate(); err != nil {
+			if err := fields.Validate(w); err != nil {
 				t.Fatal(err)
 			}
 			e, err := openEngine(w, nil)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/pace"
 )
@@ -169,7 +170,7 @@ func allocsOfEnough(t *testing.T, w lab.Workload, min uint64) (allocs, bytes, re
 func allocsOfRun(t *testing.T, w lab.Workload) (allocs, bytes, requests uint64) {
 	t.Helper()
 	w = w.Resolve()
-	if err := w.Validate(); err != nil {
+	if err := fields.Validate(w); err != nil {
 		t.Fatal(err)
 	}
 	e, err := newEngine(w)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -72,7 +73,7 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	w.Duration = lab.Duration(300 * time.Millisecond)
 	w.RequestTimeout = lab.Duration(2 * time.Second)
 	w = w.Resolve()
-	if err := w.Validate(); err != nil {
+	if err := fields.Validate(w); err != nil {
 		t.Fatal(err)
 	}
 	res := measureOnce(t, w)

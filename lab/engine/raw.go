@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // The raw engine: each worker is one OS thread, optionally pinned, running
@@ -23,7 +24,7 @@ func newEngine(w lab.Workload) (*engine, error) { return newRoutedEngine(w, nil)
 // newRoutedEngine is newEngine against a cluster when rt is set: each
 // connection goes to its node (cluster.go).
 func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
-	tlsCfg, err := w.TLS.Config(w.Host)
+	tlsCfg, err := fields.TLSConfig(w.TLS, w.Host)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // Options are the parts of a run that are not the workload.
@@ -50,7 +51,7 @@ func (e *RunError) Unwrap() error { return e.Err }
 // with an error when the run did not complete.
 func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, error) {
 	w := given.Resolve()
-	if err := w.Validate(); err != nil {
+	if err := fields.Validate(w); err != nil {
 		return nil, err
 	}
 	if len(w.CPUList) > 0 {
@@ -65,7 +66,7 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 		return res, &RunError{Reason: reason, Err: err}
 	}
 
-	tlsCfg, err := w.TLS.Config(w.Host)
+	tlsCfg, err := fields.TLSConfig(w.TLS, w.Host)
 	if err != nil {
 		return nil, err // a file named by a flag: bad input
 	}
@@ -86,7 +87,7 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 	var rt *route
 	if w.Cluster {
 		if rt, err = readRoute(ctx, w); err != nil {
-			var fe *lab.FieldError
+			var fe *fields.FieldError
 			if errors.As(err, &fe) {
 				return nil, err
 			}
@@ -126,12 +127,12 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 func serverTakes(w lab.Workload, srv *lab.ServerInfo, memAvailable func() (int64, error)) error {
 	if lim, ok := srv.Config["proto-max-bulk-len"]; ok {
 		if n, err := strconv.ParseInt(lim, 10, 64); err == nil && int64(max(w.ValueSz.Max(), w.Probe.Size)) > n {
-			return &lab.FieldError{Field: "-s/--value-size",
+			return &fields.FieldError{Field: "-s/--value-size",
 				Msg: fmt.Sprintf("%d bytes exceeds the server's proto-max-bulk-len (%d); raise it with CONFIG SET proto-max-bulk-len or use a smaller -s", int64(max(w.ValueSz.Max(), w.Probe.Size)), n)}
 		}
 	}
 	if w.Prefill {
-		return lab.CheckPrefillFits(w, srv, memAvailable)
+		return fields.CheckPrefillFits(w, srv, memAvailable)
 	}
 	return nil
 }

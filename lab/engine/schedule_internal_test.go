@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/pace"
 )
 
@@ -38,7 +39,7 @@ func simulate(t *testing.T, w lab.Workload, serve fakeServer) openStats {
 func simulateFailing(t *testing.T, w lab.Workload, serve fakeServer, failEvery uint64) openStats {
 	t.Helper()
 	w = w.Resolve()
-	if err := w.Validate(); err != nil {
+	if err := fields.Validate(w); err != nil {
 		t.Fatal(err)
 	}
 	e := &engine{w: w}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // threadUsage is the calling thread's CPU time and minor faults.
@@ -109,7 +110,7 @@ func checkCPUs(want lab.CPUList) error {
 		}
 	}
 	if len(missing) > 0 {
-		return &lab.FieldError{Field: "--cpu-list", Msg: fmt.Sprintf("CPUs %s are not available on this host (this process may use %s); refusing to run unpinned", missing, have)}
+		return &fields.FieldError{Field: "--cpu-list", Msg: fmt.Sprintf("CPUs %s are not available on this host (this process may use %s); refusing to run unpinned", missing, have)}
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/linerate/linerate/lab"
+import "github.com/linerate/linerate/lab/fields"
 
 // --request-timeout is one request's limit, also in a pipeline: a request
 // queued behind others on its connection cannot be answered before the
@@ -28,9 +28,9 @@ func (c *rconn) timeOut(t int64) {
 
 // drainFor is how long the requests in flight when the window closes may
 // take to complete: each its own timeout, one after another on its
-// connection, but never more than lab.MaxRequestTimeout in all (unless
+// connection, but never more than fields.MaxRequestTimeout in all (unless
 // one timeout is longer): a deep pipeline of long timeouts would otherwise
 // bound the run by days. Requests still open then are abandoned.
 func drainFor(pipeline int, timeout int64) int64 {
-	return min(int64(pipeline)*timeout, max(timeout, int64(lab.MaxRequestTimeout)))
+	return min(int64(pipeline)*timeout, max(timeout, int64(fields.MaxRequestTimeout)))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/tlsgen"
 )
@@ -66,7 +67,7 @@ func tlsBinaries(t *testing.T) map[string]string {
 // tlsControl opens a control connection over TLS, closed by the caller.
 func tlsControl(t *testing.T, w lab.Workload) *control.Conn {
 	t.Helper()
-	cfg, err := w.TLS.Config(w.Host)
+	cfg, err := fields.TLSConfig(w.TLS, w.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // The valkey-go engine is a general client driving the same workload, to
@@ -25,7 +26,7 @@ func newValkeyGoEngine(w lab.Workload) (*engine, error) {
 	if _, one := w.ValueSz.Single(); !one {
 		e.mix = &e.w.ValueSz
 	}
-	tlsCfg, err := w.TLS.Config(w.Host)
+	tlsCfg, err := fields.TLSConfig(w.TLS, w.Host)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.Resolve(), w) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got.Resolve(), w)
 	}
-	// A keyspace that lab.CheckKeyspaceHabit would refuse from a typed -n is
+	// A keyspace that fields.CheckKeyspaceHabit would refuse from a typed -n is
 	// sent with its acknowledgement, so the remote bench runs it.
 	big := w
 	big.Keyspace, big.KeySize = 200_000, 16
@@ -40,7 +40,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	if err := fs.Parse(fields.Args(big)); err != nil {
 		t.Fatal(err)
 	}
-	if large, _ := fs.GetBool("keyspace-large"); lab.CheckKeyspaceHabit(bigGot.Resolve(), large) != nil || bigGot.Keyspace != 200_000 {
+	if large, _ := fs.GetBool("keyspace-large"); fields.CheckKeyspaceHabit(bigGot.Resolve(), large) != nil || bigGot.Keyspace != 200_000 {
 		t.Errorf("a large campaign keyspace does not pass: %+v", bigGot)
 	}
 	// A campaign that names no thread count sends none: the bench host
@@ -52,7 +52,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	if err := fs.Parse(fields.Args(w)); err != nil {
 		t.Fatal(err)
 	}
-	if err := again.Resolve().Validate(); err != nil || again.Threads != 0 {
+	if err := fields.Validate(again.Resolve()); err != nil || again.Threads != 0 {
 		t.Errorf("no thread count: threads %d, %v", again.Threads, err)
 	}
 }

@@ -79,7 +79,7 @@ func FinishFlags(fs *pflag.FlagSet, w *lab.Workload) error {
 		w.Password = os.Getenv(PasswordEnv)
 	}
 	large, _ := fs.GetBool(KeyspaceLarge.Flag)
-	return lab.CheckKeyspaceHabit(*w, large)
+	return CheckKeyspaceHabit(*w, large)
 }
 
 // RedactPassword is a bench command line as a record keeps it: without

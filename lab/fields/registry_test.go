@@ -168,13 +168,14 @@ func TestDocsFlagTable(t *testing.T) {
 	}
 }
 
-// Every flag lab's bounds name (lab/bounds.go's rules, lab/tls.go's) is a
-// registry flag, written as the registry writes it ("-c/--connections"
-// with its short flag), so a bound's error names a flag the bench has.
+// Every flag the bounds name (bounds.go's rules, tls.go's and habits.go's
+// checks) is a registry flag, written as the registry writes it
+// ("-c/--connections" with its short flag), so a bound's error names a
+// flag the bench has.
 func TestBoundsNameRegistryFlags(t *testing.T) {
 	flagName := regexp.MustCompile(`^(?:-(\w)/)?--([a-z][a-z0-9-]*)$`)
 	n := 0
-	for _, file := range []string{"../bounds.go", "../tls.go"} {
+	for _, file := range []string{"bounds.go", "tls.go", "habits.go"} {
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -199,6 +200,6 @@ func TestBoundsNameRegistryFlags(t *testing.T) {
 		})
 	}
 	if n < 20 {
-		t.Errorf("read %d flag names from lab's bounds; the rules are not where this test looks", n)
+		t.Errorf("read %d flag names from the bounds; the rules are not where this test looks", n)
 	}
 }

@@ -33,7 +33,7 @@ func sshConfig(t *testing.T, l *sshtest.Lab, h infra.Host, label, known string) 
 // sysctlIn reads a sysctl inside a namespace.
 func sysctlIn(t *testing.T, h infra.Host, name string) string {
 	t.Helper()
-	ns := h.(*netns.Host).Namespace
+	ns := netns.Of(h).Namespace
 	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/sys/"+strings.ReplaceAll(name, ".", "/")).Output()
 	if err != nil {
 		t.Fatalf("read %s in %s: %v", name, ns, err)
@@ -64,7 +64,7 @@ func agentsRunning(t *testing.T, hosts ...infra.Host) []string {
 	t.Helper()
 	mine := map[string]bool{}
 	for _, h := range hosts {
-		st, err := os.Stat(filepath.Join(netns.RunDir, h.(*netns.Host).Namespace))
+		st, err := os.Stat(filepath.Join(netns.RunDir, netns.Of(h).Namespace))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +203,7 @@ func TestImageVersionThroughAgent(t *testing.T) {
 	if !strings.Contains(string(argv), "\n--bind\n198.18.0.1\n") {
 		t.Errorf("docker run without --bind 198.18.0.1:\n%s", argv)
 	}
-	if c, err := l.Pair.Server.(*netns.Host).DialContext(ctx, "tcp", "127.0.0.1:6379"); err == nil {
+	if c, err := l.Pair.Server.(infra.Entered).DialContext(ctx, "tcp", "127.0.0.1:6379"); err == nil {
 		c.Close()
 		t.Error("the image version also serves the server host's loopback: it is not bound to the data address alone")
 	}

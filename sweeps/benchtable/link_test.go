@@ -63,7 +63,7 @@ func BenchmarkLinkCalibration(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, cli := pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+	srv, cli := netns.Of(pr.Server), netns.Of(pr.Client)
 	results.where(secLink, fmt.Sprintf("netns veth pair %s <-> %s: sweeps/calibrate (linerate sink --link, bench 8MiB, 2 in flight, a thread per flow, %s warmup, %s window) vs %s -P N -N -O 1 (-R for GET), each run paired with its iperf3 beside it; both ends copy (LINERATE_NO_MSG_TRUNC=1)",
 		srv.DataAddr(), cli.DataAddr(), linkWarmup, linkWindow, iperf3Version(iperf)))
 	pb := &pairedBencher{b: local.HostBencher{Host: cli}, pairs: map[string]*pairs{},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -105,7 +106,7 @@ func Measure(ctx context.Context, p Pair, c sweeps.Calibration, connections int)
 
 // linkWorkload is one calibration bench against the sink at host:port,
 // resolved as a cell is, but with a worker thread per connection (up to
-// lab.MaxThreads), as iperf3 has a process per flow: the link, not how the
+// fields.MaxThreads), as iperf3 has a process per flow: the link, not how the
 // bench shares a thread among flows, is measured (on a 2-vCPU veth pair 4
 // flows on 2 threads read 0.73 of iperf3's GET rate, 0.8-0.9 on 4). And
 // two requests in flight per connection, so the link streams as iperf3's
@@ -113,7 +114,7 @@ func Measure(ctx context.Context, p Pair, c sweeps.Calibration, connections int)
 // request leaves, and one flow of 8 MiB GETs read 10.6 Gbit/s where two in
 // flight read 13.4 (SETs: 15 and 17; 4 flows alike with either).
 func linkWorkload(host string, port int, c sweeps.Calibration, ratio lab.Ratio, conns int) lab.Workload {
-	w := lab.Workload{Host: host, Port: port, Connections: conns, Threads: min(conns, lab.MaxThreads), Pipeline: linkPipeline, Keyspace: sinkKeys,
+	w := lab.Workload{Host: host, Port: port, Connections: conns, Threads: min(conns, fields.MaxThreads), Pipeline: linkPipeline, Keyspace: sinkKeys,
 		ValueSz: lab.OneSize(c.ValueSize), Ratio: ratio, Warmup: c.Warmup, Duration: c.Duration, Verify: lab.VerifyNone, Seed: 1}
 	return w.Resolve()
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // pair brings up a netns pair for the test and takes it down after.
-func pair(t *testing.T) (srv, cli *netns.Host) {
+func pair(t *testing.T) (srv, cli infra.Entered) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -30,7 +30,7 @@ func pair(t *testing.T) (srv, cli *netns.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pr.Server.(*netns.Host), pr.Client.(*netns.Host)
+	return pr.Server.(infra.Entered), pr.Client.(infra.Entered)
 }
 
 // recordingBencher keeps the figure each calibration bench measured, by

@@ -14,6 +14,7 @@ import (
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/report"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -42,7 +43,7 @@ type BenchRun struct {
 func (b *BenchRun) Check(now time.Time) error {
 	var err error
 	if b.StartAt != "" {
-		if b.start, err = lab.ParseStartAt(b.StartAt, now); err != nil {
+		if b.start, err = fields.ParseStartAt(b.StartAt, now); err != nil {
 			return err
 		}
 	}
@@ -74,7 +75,7 @@ func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	}
 	res, err := engine.Run(ctx, b.Workload, b.Engine)
 	if res == nil {
-		if errors.As(err, new(*lab.FieldError)) {
+		if errors.As(err, new(*fields.FieldError)) {
 			return lab.ExitUsage, err
 		}
 		return lab.ExitSetupFailed, err

@@ -140,7 +140,7 @@ func agentsRunning(t *testing.T, hosts ...infra.Host) []string {
 	t.Helper()
 	mine := map[string]bool{}
 	for _, h := range hosts {
-		st, err := os.Stat(filepath.Join(netns.RunDir, h.(*netns.Host).Namespace))
+		st, err := os.Stat(filepath.Join(netns.RunDir, netns.Of(h).Namespace))
 		if err != nil {
 			t.Fatal(err)
 		}

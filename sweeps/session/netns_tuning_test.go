@@ -27,13 +27,13 @@ func netnsPair(t *testing.T, s *Session) (srv, cli string) {
 	if s.place == nil || s.place.link == nil {
 		t.Fatal("the session placed no pair")
 	}
-	sh, ok := s.place.link.Server.(*netns.Host)
-	hb, ok2 := s.place.link.One.(local.HostBencher)
-	if !ok || !ok2 {
+	sh := netns.Of(s.place.link.Server)
+	hb, ok := s.place.link.One.(local.HostBencher)
+	if sh == nil || !ok {
 		t.Fatalf("not a netns pair: %T, %T", s.place.link.Server, s.place.link.One)
 	}
-	ch, ok := hb.Host.(*netns.Host)
-	if !ok || sh.Namespace == "" || ch.Namespace == "" {
+	ch := netns.Of(hb.Host)
+	if ch == nil || sh.Namespace == "" || ch.Namespace == "" {
 		t.Fatalf("not a netns pair: %T", hb.Host)
 	}
 	return sh.Namespace, ch.Namespace

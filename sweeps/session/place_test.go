@@ -176,7 +176,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 	profileIn(t, profiles, "veth", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 1, tx: 1}\nsysctls: {net.core.somaxconn: \"1111\"}\n")
 	src := remoteSpec(bin, "e2e-ssh", "{kind: ssh, server: root@198.18.0.1:2222, client: root@198.18.0.2:2222, key: /nonexistent}")
 	c := parse(t, "e2e-ssh.yaml", "tuning: veth\n"+src)
-	before := readSysctl(t, l.Pair.Server.(*netns.Host).Namespace, "net.core.somaxconn")
+	before := readSysctl(t, netns.Of(l.Pair.Server).Namespace, "net.core.somaxconn")
 	// The campaign's key file does not exist here: the test's provider has
 	// the lab's key in memory, as a provider built from settings has it
 	// from the file.
@@ -184,7 +184,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 	s := open(t, c, dir, Options{Provider: prov, Profiles: profiles})
 	run := remoteCampaign(t, l, s, func(run *sweeps.Run) {
 		for _, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
-			if got := readSysctl(t, h.(*netns.Host).Namespace, "net.core.somaxconn"); got != "1111" {
+			if got := readSysctl(t, netns.Of(h).Namespace, "net.core.somaxconn"); got != "1111" {
 				t.Errorf("%s: somaxconn %s while the session runs, want 1111", h.Name(), got)
 			}
 		}
@@ -199,7 +199,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 	}
 	// Close closed the agents, which reverted their tuning.
 	for _, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
-		if got := readSysctl(t, h.(*netns.Host).Namespace, "net.core.somaxconn"); got != before {
+		if got := readSysctl(t, netns.Of(h).Namespace, "net.core.somaxconn"); got != before {
 			t.Errorf("%s: somaxconn %s after Close, want %s again", h.Name(), got, before)
 		}
 	}

@@ -1,4 +1,4 @@
-package lab_test
+package fields_test
 
 import (
 	"math"
@@ -12,40 +12,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/keys"
-	"github.com/linerate/linerate/lab/labtest"
 )
-
-// Hostile CPU lists end at once with an error: one would allocate gigabytes,
-// the others would loop forever (the counter wraps at the largest int).
-func TestParseCPUListIsBounded(t *testing.T) {
-	for _, in := range []string{
-		"0-2000000000", "0-9223372036854775807", "9223372036854775806-9223372036854775807",
-		"8192", "0-8192", "0,8191-9000",
-	} {
-		labtest.Within(t, 5*time.Second, func() {
-			if l, err := lab.ParseCPUList(in); err == nil {
-				t.Errorf("ParseCPUList(%q) accepted %d CPUs", in, len(l))
-			} else if !strings.Contains(err.Error(), "8191") {
-				t.Errorf("ParseCPUList(%q): %v; want the bound named", in, err)
-			}
-		})
-	}
-	l, err := lab.ParseCPUList("0-8191")
-	if err != nil || len(l) != lab.MaxCPUs {
-		t.Errorf("the whole range: %d CPUs, %v", len(l), err)
-	}
-}
-
-func TestParseRatioIsBounded(t *testing.T) {
-	for _, in := range []string{"9223372036854775807:1", "1:9223372036854775807", "1000001:0", "-1:1"} {
-		if r, err := lab.ParseRatio(in); err == nil {
-			t.Errorf("ParseRatio(%q) = %v, want an error", in, r)
-		}
-	}
-	if r, err := lab.ParseRatio("1000000:1000000"); err != nil || r.Gets+r.Sets != 2*lab.MaxRatioWeight {
-		t.Errorf("the largest ratio: %v %v", r, err)
-	}
-}
 
 // --key-dist takes zipf for any exponent above 0 (the sampler is exact
 // there, lab/keys) and a gaussian; NaN, infinities and out-of-range
@@ -57,7 +24,7 @@ func TestKeyDistFlagIsBounded(t *testing.T) {
 		fields.BindFlags(fs, &w)
 		err := fs.Parse([]string{"--key-dist", in})
 		if err == nil {
-			err = w.Resolve().Validate()
+			err = fields.Validate(w.Resolve())
 		}
 		return w, err
 	}
@@ -87,11 +54,11 @@ func TestValidateBounds(t *testing.T) {
 		mut  func(*lab.Workload)
 		flag string
 	}{
-		{"connections", func(w *lab.Workload) { w.Connections = lab.MaxConnections + 1 }, "-c/--connections"},
+		{"connections", func(w *lab.Workload) { w.Connections = fields.MaxConnections + 1 }, "-c/--connections"},
 		{"threads", func(w *lab.Workload) { w.Connections, w.Threads = 2000, 2000 }, "-t/--threads"},
 		{"in flight", func(w *lab.Workload) { w.Connections, w.Pipeline = 1024, 128 }, "-P/--pipeline"},
 		{"keyspace past 32 bits", func(w *lab.Workload) { w.Keyspace, w.KeySize = 1<<32+5, 20 }, "-n/--keyspace"},
-		{"keyspace", func(w *lab.Workload) { w.Keyspace, w.KeySize = lab.MaxKeyspace+1, 20 }, "-n/--keyspace"},
+		{"keyspace", func(w *lab.Workload) { w.Keyspace, w.KeySize = fields.MaxKeyspace+1, 20 }, "-n/--keyspace"},
 		{"duration", func(w *lab.Workload) { w.Duration = lab.Duration(25 * time.Hour) }, "-d/--duration"},
 		{"warmup", func(w *lab.Workload) { w.Warmup = lab.Duration(math.MaxInt64) }, "--warmup"},
 		{"request timeout", func(w *lab.Workload) { w.RequestTimeout = lab.Duration(2 * time.Hour) }, "--request-timeout"},
@@ -109,18 +76,18 @@ func TestValidateBounds(t *testing.T) {
 	} {
 		w := base
 		tc.mut(&w)
-		err := w.Validate()
-		fe, ok := err.(*lab.FieldError)
+		err := fields.Validate(w)
+		fe, ok := err.(*fields.FieldError)
 		if !ok || fe.Field != tc.flag {
 			t.Errorf("%s: want an error naming %s, got %v", tc.name, tc.flag, err)
 		}
 	}
 	// The edges themselves are fine.
 	edge := base
-	edge.Connections, edge.Threads, edge.Pipeline = lab.MaxConnections, lab.MaxThreads, lab.MaxInFlight/lab.MaxConnections
-	edge.Keyspace, edge.KeySize = lab.MaxKeyspace, 20
-	edge.Duration, edge.Warmup, edge.RequestTimeout = lab.Duration(lab.MaxThreadSeconds/lab.MaxThreads*time.Second), lab.Duration(lab.MaxDuration), lab.Duration(lab.MaxRequestTimeout)
-	if err := edge.Validate(); err != nil {
+	edge.Connections, edge.Threads, edge.Pipeline = fields.MaxConnections, fields.MaxThreads, fields.MaxInFlight/fields.MaxConnections
+	edge.Keyspace, edge.KeySize = fields.MaxKeyspace, 20
+	edge.Duration, edge.Warmup, edge.RequestTimeout = lab.Duration(fields.MaxThreadSeconds/fields.MaxThreads*time.Second), lab.Duration(lab.MaxDuration), lab.Duration(fields.MaxRequestTimeout)
+	if err := fields.Validate(edge); err != nil {
 		t.Errorf("the bounds themselves: %v", err)
 	}
 }
@@ -137,20 +104,20 @@ func TestCheckField(t *testing.T) {
 		{"connections", lab.Workload{}, "-c/--connections"},
 		{"connections", lab.Workload{Connections: 8}, ""},
 		{"threads", lab.Workload{Threads: 64}, ""}, // more threads than -c: Validate's to say
-		{"threads", lab.Workload{Threads: lab.MaxThreads + 1}, "-t/--threads"},
-		{"pipeline", lab.Workload{Pipeline: lab.MaxPipeline}, ""},
-		{"pipeline", lab.Workload{Pipeline: lab.MaxPipeline + 1}, "-P/--pipeline"},
+		{"threads", lab.Workload{Threads: fields.MaxThreads + 1}, "-t/--threads"},
+		{"pipeline", lab.Workload{Pipeline: fields.MaxPipeline}, ""},
+		{"pipeline", lab.Workload{Pipeline: fields.MaxPipeline + 1}, "-P/--pipeline"},
 		{"key-size", lab.Workload{KeySize: 4}, "--key-size"}, // "key:" alone names no key
 		{"key-size", lab.Workload{KeySize: 5}, ""},
-		{"key-size", lab.Workload{KeySize: lab.MaxKeySize + 1}, "--key-size"},
+		{"key-size", lab.Workload{KeySize: fields.MaxKeySize + 1}, "--key-size"},
 		{"value-size", lab.Workload{ValueSz: lab.OneSize(1)}, ""}, // --verify against -s is Validate's
 		{"warmup", lab.Workload{}, ""},
 		{"duration", lab.Workload{}, "-d/--duration"},
 		{"engine", lab.Workload{Engine: "turbo"}, "--engine"},
 		{"prefill", lab.Workload{}, ""},
 	} {
-		err := tc.w.CheckField(tc.field)
-		fe, _ := err.(*lab.FieldError)
+		err := fields.CheckField(tc.w, tc.field)
+		fe, _ := err.(*fields.FieldError)
 		switch {
 		case tc.flag == "" && err != nil:
 			t.Errorf("%s of %+v: %v", tc.field, tc.w, err)
@@ -173,5 +140,35 @@ func TestFlagDefaultsAreResolves(t *testing.T) {
 	want.Threads, want.Seed = 0, 1
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("flag defaults\n %+v\nResolve's\n %+v", w, want)
+	}
+}
+
+func TestValidateNamesTheFlag(t *testing.T) {
+	base := lab.Workload{}.Resolve()
+	for _, tc := range []struct {
+		mut  func(*lab.Workload)
+		flag string
+	}{
+		{func(w *lab.Workload) { w.Port = 70000 }, "-p/--port"},
+		{func(w *lab.Workload) { w.Connections = 0 }, "-c/--connections"},
+		{func(w *lab.Workload) { w.Threads = w.Connections + 1 }, "-t/--threads"},
+		{func(w *lab.Workload) { w.Keyspace = 1000; w.KeySize = 6 }, "--key-size"},
+		{func(w *lab.Workload) { w.ValueSz = lab.OneSize(10) }, "-s/--value-size"},
+		{func(w *lab.Workload) { w.Pipeline = 0 }, "-P/--pipeline"},
+		{func(w *lab.Workload) { w.Engine = "memtier" }, "--engine"},
+		{func(w *lab.Workload) { w.Verify = "some" }, "--verify"},
+		{func(w *lab.Workload) { w.KeyDist = keys.Dist{Kind: keys.Zipf, Alpha: 0} }, "--key-dist"},
+		{func(w *lab.Workload) { w.KeyDist = keys.Dist{Kind: keys.Gaussian, Mean: 0.5} }, "--key-dist"},
+	} {
+		w := base
+		tc.mut(&w)
+		err := fields.Validate(w)
+		fe, ok := err.(*fields.FieldError)
+		if !ok || fe.Field != tc.flag {
+			t.Errorf("want an error naming %s, got %v", tc.flag, err)
+		}
+	}
+	if err := fields.Validate(base); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package lab
+package fields
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/lab"
 )
 
 // Habits from other benchmarks that make linerate do something nobody
@@ -17,28 +19,28 @@ import (
 // and up) need --keyspace-large.
 const (
 	LargeKeyspace      = 100_000
-	LargeKeyspaceValue = Size(1 << 20)
+	LargeKeyspaceValue = lab.Size(1 << 20)
 )
 
 // CheckKeyspaceHabit refuses a keyspace that looks like a request count:
 // more than LargeKeyspace keys of LargeKeyspaceValue or more, unless the
 // caller said it means it (--keyspace-large).
-func CheckKeyspaceHabit(w Workload, large bool) error {
+func CheckKeyspaceHabit(w lab.Workload, large bool) error {
 	if large || w.Keyspace <= LargeKeyspace || w.ValueSz.Max() < LargeKeyspaceValue {
 		return nil
 	}
 	return &FieldError{Field: "-n/--keyspace", Msg: fmt.Sprintf(
 		"%d keys of %s (%s in all): -n is the number of distinct keys, not a request count (the run's length is -d); "+
-			"add --keyspace-large if you mean %d distinct keys", w.Keyspace, w.ValueSz, humanBytes(int64(PrefillBytes(w))), w.Keyspace)}
+			"add --keyspace-large if you mean %d distinct keys", w.Keyspace, w.ValueSz, humanBytes(int64(lab.PrefillBytes(w))), w.Keyspace)}
 }
 
 // CheckPrefillFits refuses a prefill whose bytes (keys x value size) exceed
 // the server's maxmemory, when it has one, or this host's free memory,
 // when the server is on this host (a loopback address). memAvailable reads
-// the host's free memory (lab reads no kernel file: its caller passes
+// the host's free memory (lab/fields reads no kernel file: its caller passes
 // infra/kernel's); nil skips that check.
-func CheckPrefillFits(w Workload, si *ServerInfo, memAvailable func() (int64, error)) error {
-	need := int64(math.Min(PrefillBytes(w), 1<<62))
+func CheckPrefillFits(w lab.Workload, si *lab.ServerInfo, memAvailable func() (int64, error)) error {
+	need := int64(math.Min(lab.PrefillBytes(w), 1<<62))
 	what := fmt.Sprintf("%d keys x %s = %s", w.Keyspace, w.ValueSz, humanBytes(need))
 	if _, one := w.ValueSz.Single(); !one {
 		what = fmt.Sprintf("%d keys of %s = %s", w.Keyspace, w.ValueSz, humanBytes(need))
@@ -63,7 +65,7 @@ func CheckPrefillFits(w Workload, si *ServerInfo, memAvailable func() (int64, er
 
 // maxmemory is the server's limit in bytes; 0 when it has none or did not
 // say.
-func maxmemory(si *ServerInfo) int64 {
+func maxmemory(si *lab.ServerInfo) int64 {
 	if si == nil {
 		return 0
 	}
@@ -97,29 +99,3 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
-
-// PrefillBytes is what a prefill writes: every key at its size (the
-// probe's keys too). Exact for one size and for keyspaces up to
-// exactPrefillKeys; above, the keys times the mix's mean (each size's
-// share of the keys is within 2 + ln N keys of its weight, SizeFor).
-func PrefillBytes(w Workload) float64 {
-	var b float64
-	switch s, one := w.ValueSz.Single(); {
-	case one:
-		b = float64(w.Keyspace) * float64(s)
-	case w.Keyspace <= exactPrefillKeys:
-		for k := 0; k < w.Keyspace; k++ {
-			b += float64(w.ValueSz.SizeFor(w.Seed, uint32(k)))
-		}
-	default:
-		b = float64(w.Keyspace) * w.ValueSz.Mean()
-	}
-	if !w.Probe.IsZero() {
-		b += ProbeKeys * float64(w.Probe.Size)
-	}
-	return b
-}
-
-// exactPrefillKeys bounds the keys PrefillBytes sums one by one (a few
-// milliseconds).
-const exactPrefillKeys = 1 << 20

@@ -1,4 +1,4 @@
-package lab_test
+package fields_test
 
 import (
 	"os"
@@ -41,7 +41,7 @@ func TestTLSFlags(t *testing.T) {
 		if w.TLS.Insecure && !strings.Contains(strings.Join(tc.args, " "), "--tls-insecure") {
 			t.Errorf("%v: insecure without --tls-insecure", tc.args)
 		}
-		err := w.Resolve().Validate()
+		err := fields.Validate(w.Resolve())
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: refused: %v", tc.args, err)
@@ -67,7 +67,7 @@ func TestTLSFlags(t *testing.T) {
 // any PEM is refused, naming the flag, before it is read whole.
 func TestTLSConfigRefusesHostileFiles(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.pem")
-	if err := os.WriteFile(big, make([]byte, lab.MaxPEMBytes+1), 0o644); err != nil {
+	if err := os.WriteFile(big, make([]byte, fields.MaxPEMBytes+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -79,7 +79,7 @@ func TestTLSConfigRefusesHostileFiles(t *testing.T) {
 		{lab.TLS{On: true, CACert: big}, "--cacert: " + big + ": over"},
 		{lab.TLS{On: true, Cert: "/dev/zero", Key: "/dev/zero"}, "--cert: /dev/zero: not a regular file"},
 	} {
-		_, err := tc.tls.Config("127.0.0.1")
+		_, err := fields.TLSConfig(tc.tls, "127.0.0.1")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.tls, err, tc.want)
 		}

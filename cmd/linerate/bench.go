@@ -8,6 +8,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
@@ -46,7 +47,7 @@ func bindBench(fs *pflag.FlagSet, given []string) func(context.Context) int {
 	return func(ctx context.Context) int {
 		if fs.NArg() > 0 {
 			fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
-			return lab.ExitUsage
+			return exitcode.Usage
 		}
 		b.Engine = engine.Options{Given: append([]string{"linerate", "bench"}, fields.RedactPassword(given)...)}
 		return runBench(ctx, fs, &b, benchOutput{quiet: *quiet, metricsAddr: *metricsAddr, linger: *linger, liveJSON: *liveJSON})
@@ -70,7 +71,7 @@ func runBench(ctx context.Context, fs *pflag.FlagSet, b *local.BenchRun, o bench
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
-		return lab.ExitUsage
+		return exitcode.Usage
 	}
 	live := metrics.NewLive()
 	msrv, code := startMetrics("bench", o.metricsAddr, live)

@@ -14,6 +14,7 @@ import (
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/report"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -62,12 +63,12 @@ func (b *BenchRun) Check(now time.Time) error {
 	return nil
 }
 
-// Run waits, runs and writes. code is the exit code (lab.Exit*: the
+// Run waits, runs and writes. code is the exit code (lab/exitcode: the
 // record's own, or that of what stopped it first), err the line to say,
 // if any. The record is written in every case past the wait.
 func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	if err := lab.WaitUntil(ctx, b.start); err != nil {
-		return lab.ExitInterrupted, errors.New("interrupted while waiting for --start-at")
+		return exitcode.Interrupted, errors.New("interrupted while waiting for --start-at")
 	}
 	if b.Engine.MemAvailable == nil {
 		b.Engine.MemAvailable = kernel.FS{}.MemAvailable
@@ -75,9 +76,9 @@ func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	res, err := engine.Run(ctx, b.Workload, b.Engine)
 	if res == nil {
 		if errors.As(err, new(*lab.FieldError)) {
-			return lab.ExitUsage, err
+			return exitcode.Usage, err
 		}
-		return lab.ExitSetupFailed, err
+		return exitcode.SetupFailed, err
 	}
 	if aerr := res.AddPercentiles(b.Percentiles); aerr != nil {
 		res.Notes = append(res.Notes, "percentiles: "+aerr.Error())
@@ -94,13 +95,13 @@ func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	}
 	if b.JSON != "" {
 		if werr := b.writeRecord(res); werr != nil {
-			return lab.ExitErrors, fmt.Errorf("write record: %w", werr)
+			return exitcode.Errors, fmt.Errorf("write record: %w", werr)
 		}
 	}
 	if b.HgrmDir != "" {
 		paths, werr := sweeps.WriteHDRFiles(b.HgrmDir, res.RunID, res)
 		if werr != nil {
-			return lab.ExitErrors, fmt.Errorf("--hgrm-dir: %w", werr)
+			return exitcode.Errors, fmt.Errorf("--hgrm-dir: %w", werr)
 		}
 		if len(paths) > 0 {
 			fmt.Fprintf(summary, "hdr       %s\n", strings.Join(paths, " "))

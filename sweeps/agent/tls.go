@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/linerate/linerate/infra/atomicfile"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/atomicfile"
 	"github.com/linerate/linerate/sweeps"
 )
 

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/agent"
 	"github.com/linerate/linerate/sweeps/calibrate"
@@ -79,7 +81,7 @@ func place(ctx context.Context, row *Row, prov infra.Provider, spec infra.Spec, 
 	if opt.TuningRoot != "" && filepath.Clean(opt.TuningRoot) != "/" {
 		host = tuning.NewFixtureHost(opt.TuningRoot)
 	}
-	pl := placeHere([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, &local.Starter{}, local.Bencher{Live: opt.Live}, prov.Down)
+	pl := placeHere([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, &local.Starter{}, bench.Bencher{Live: opt.Live, MemAvailable: kernel.FS{}.MemAvailable}, prov.Down)
 	pl.Tuner = func(_ []byte, p tuning.Profile) hostTuner { return &local.Tuner{Host: host, Profile: p, Log: opt.Log} }
 	return pl, nil
 }

@@ -1,4 +1,10 @@
-package local
+// Package bench is one bench on this host, as `linerate bench` runs it
+// once its flags are read (Run), or a campaign's runner in this process
+// (Bencher): the engine, the record finished (percentiles, ceiling notes)
+// and written with its HdrHistogram files, and the live lines a
+// coordinator reads back from a bench on another host. It knows the
+// schema and the engine, nothing of campaigns or hosts.
+package bench
 
 import (
 	"context"
@@ -10,25 +16,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/infra/atomicfile"
-	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/atomicfile"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/exitcode"
+	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/lab/report"
-	"github.com/linerate/linerate/sweeps"
 )
 
 // BenchRun is `linerate bench` once its flags are read: wait for the start
 // time, run the engine in this process, finish the record (percentiles,
 // ceiling notes) and write it where asked. Its fields are the flags'.
 type BenchRun struct {
-	Workload    lab.Workload
-	Engine      engine.Options // Given, Progress, Live
-	StartAt     string         // Unix nanoseconds on this host's clock; "": at once
-	Ceiling     string         // a record of a run against linerate sink
-	HgrmDir     string         // where the HdrHistogram files go; "": none
-	JSON        string         // the record's file, "-" for Stdout; "": none
+	Workload lab.Workload
+	// Engine's Given, Progress, Live and MemAvailable (the caller's
+	// reader of this host's free memory: infra/kernel's, from cmd).
+	Engine      engine.Options
+	StartAt     string // Unix nanoseconds on this host's clock; "": at once
+	Ceiling     string // a record of a run against linerate sink
+	HgrmDir     string // where the HdrHistogram files go; "": none
+	JSON        string // the record's file, "-" for Stdout; "": none
 	Percentiles lab.Percentiles
 	// Stdout gets the summary, or the record when JSON is "-" (the
 	// summary then goes to Stderr).
@@ -70,9 +77,6 @@ func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	if err := lab.WaitUntil(ctx, b.start); err != nil {
 		return exitcode.Interrupted, errors.New("interrupted while waiting for --start-at")
 	}
-	if b.Engine.MemAvailable == nil {
-		b.Engine.MemAvailable = kernel.FS{}.MemAvailable
-	}
 	res, err := engine.Run(ctx, b.Workload, b.Engine)
 	if res == nil {
 		if errors.As(err, new(*lab.FieldError)) {
@@ -99,7 +103,7 @@ func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 		}
 	}
 	if b.HgrmDir != "" {
-		paths, werr := sweeps.WriteHDRFiles(b.HgrmDir, res.RunID, res)
+		paths, werr := hdrfile.WriteFiles(b.HgrmDir, res.RunID, res)
 		if werr != nil {
 			return exitcode.Errors, fmt.Errorf("--hgrm-dir: %w", werr)
 		}

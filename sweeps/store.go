@@ -303,7 +303,6 @@ func (s *Store) WriteSoak(name string, v any) error {
 	return nil
 }
 
-
 // LogDir is where servers and the runner write their logs.
 func (s *Store) LogDir() string { return filepath.Join(s.Dir, LogsDir) }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/tuning"
 )
 
 // Agent serves one coordinator on this host.
@@ -53,7 +54,7 @@ type Agent struct {
 	goneOne sync.Once
 	servers map[int]sweeps.RunningServer
 	nextID  int
-	tuner   *local.Tuner
+	tuner   *tuning.Tuner
 	lock    *os.File // held on StateDir while this agent may tune
 	// kernelNS is the machine's network namespace, held open from a
 	// kernel-scope apply on, so the revert reaches it after the
@@ -247,7 +248,7 @@ func (a *Agent) cleanup(ctx context.Context) {
 		delete(a.servers, id)
 	}
 	if err := a.revert(cctx); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, local.SnapshotFile))
+		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, tuning.SnapshotFile))
 	}
 	if a.kernelNS != nil {
 		a.kernelNS.Close()

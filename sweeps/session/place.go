@@ -50,7 +50,7 @@ type placement struct {
 	link        *calibrate.Pair
 }
 
-// hostTuner applies a profile for the length of a run (local.Tuner,
+// hostTuner applies a profile for the length of a run (tuning.Tuner,
 // agent.RemoteTuner). Apply's stateDir is the run's directory: the local
 // Tuner keeps its snapshot there until Revert (and reverts one an earlier
 // run left); RemoteTuner writes both agents' snapshots there for the
@@ -82,7 +82,7 @@ func place(ctx context.Context, row *Row, prov infra.Provider, spec infra.Spec, 
 		host = tuning.NewFixtureHost(opt.TuningRoot)
 	}
 	pl := placeHere([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, &local.Starter{}, bench.Bencher{Live: opt.Live, MemAvailable: kernel.FS{}.MemAvailable}, prov.Down)
-	pl.Tuner = func(_ []byte, p tuning.Profile) hostTuner { return &local.Tuner{Host: host, Profile: p, Log: opt.Log} }
+	pl.Tuner = func(_ []byte, p tuning.Profile) hostTuner { return &tuning.Tuner{Host: host, Profile: p, Log: opt.Log} }
 	return pl, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/tuning"
 )
 
 // InputError is an error in what the operator gave (a flag, a file),
@@ -350,9 +351,9 @@ func (s *Session) Close(ctx context.Context) error {
 	if s.tuner != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		if err := s.tuner.Revert(rctx); err != nil {
-			snap := filepath.Join(s.dir, local.SnapshotFile)
+			snap := filepath.Join(s.dir, tuning.SnapshotFile)
 			if s.place.agentsTune {
-				snap = "each host's agent keeps its own " + local.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
+				snap = "each host's agent keeps its own " + tuning.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
 			}
 			errs = append(errs, fmt.Errorf("%w (snapshot: %s)", err, snap))
 		} else {

@@ -62,7 +62,7 @@ func TestCalibrationRecordsWhatItsBenchesMeasured(t *testing.T) {
 	rb := &recordingBencher{b: local.HostBencher{Host: cli}, measured: map[string][]float64{}}
 	var logs []string
 	p := Pair{Server: srv, One: rb, Clients: 1,
-		NICs: []sweeps.NICSource{&local.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
+		NICs: []sweeps.NICSource{&sweeps.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
 		Log:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
 	k := sweeps.Calibration{Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(d), ValueSize: 1 << 20}
 	l, err := Measure(context.Background(), p, k, flows)

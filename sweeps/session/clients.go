@@ -48,16 +48,16 @@ func clientBencher(pair infra.Pair, offsets []time.Duration, live func(*lab.Live
 // namespace: every server end (one per client link) and each client's.
 // close closes their sockets.
 func netnsNICs(srv infra.Entered, pair infra.Pair) (nics []sweeps.NICSource, closeAll func()) {
-	var mine []*local.NIC
+	var mine []*sweeps.NIC
 	for _, dev := range netns.ServerDevices(len(pair.ClientHosts())) {
-		mine = append(mine, &local.NIC{Host: "server", Do: srv.Do, Name: dev})
+		mine = append(mine, &sweeps.NIC{Host: "server", Do: srv.Do, Name: dev})
 	}
 	for i, h := range pair.ClientHosts() {
 		nh, ok := h.(infra.Entered)
 		if !ok {
 			continue
 		}
-		mine = append(mine, &local.NIC{Host: clientRole(i), Do: nh.Do, Addr: nh.DataAddr()})
+		mine = append(mine, &sweeps.NIC{Host: clientRole(i), Do: nh.Do, Addr: nh.DataAddr()})
 	}
 	for _, n := range mine {
 		nics = append(nics, n)

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/start"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -39,7 +39,7 @@ import (
 type Agent struct {
 	// Starter starts servers here (store versions from this host's store,
 	// binaries by their path here, images with this host's docker).
-	Starter *local.Starter
+	Starter *start.Starter
 	// Root is where /proc and /sys are; "" is "/".
 	Root string
 	// StateDir keeps the tuning snapshot on this host too, so `linerate
@@ -92,7 +92,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.gone = make(chan struct{})
 	a.servers = map[int]sweeps.RunningServer{}
 	if a.Starter == nil {
-		a.Starter = &local.Starter{}
+		a.Starter = &start.Starter{}
 	}
 	defer a.cleanup(ctx)
 	reqCtx, endInput := context.WithCancel(ctx)

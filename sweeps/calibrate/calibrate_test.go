@@ -12,7 +12,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // pair brings up a netns pair for the test and takes it down after.
@@ -59,7 +59,7 @@ func TestCalibrationRecordsWhatItsBenchesMeasured(t *testing.T) {
 	srv, cli := pair(t)
 	const flows = 4
 	d := time.Second
-	rb := &recordingBencher{b: local.HostBencher{Host: cli}, measured: map[string][]float64{}}
+	rb := &recordingBencher{b: hostbench.HostBencher{Host: cli}, measured: map[string][]float64{}}
 	var logs []string
 	p := Pair{Server: srv, One: rb, Clients: 1,
 		NICs: []sweeps.NICSource{&sweeps.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},

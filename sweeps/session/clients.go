@@ -10,7 +10,7 @@ import (
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/agent"
 	"github.com/linerate/linerate/sweeps/calibrate"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // A pair's client hosts: one runs the load, or several together
@@ -32,9 +32,9 @@ func clientRole(i int) string {
 func clientBencher(pair infra.Pair, offsets []time.Duration, live func(*lab.Live)) sweeps.Bencher {
 	hosts := pair.ClientHosts()
 	if len(hosts) == 1 {
-		return local.HostBencher{Host: hosts[0], Live: live}
+		return hostbench.HostBencher{Host: hosts[0], Live: live}
 	}
-	b := local.HostsBencher{Hosts: hosts, Offsets: offsets, Live: live}
+	b := hostbench.HostsBencher{Hosts: hosts, Offsets: offsets, Live: live}
 	if offsets == nil {
 		// One clock is one machine: every host's bench is a process
 		// started here, running within milliseconds; a second is ample
@@ -86,6 +86,6 @@ func agentNICs(agents map[string]*agent.AgentClient) []sweeps.NICSource {
 // sink on the server host, the bench from the first client host alone
 // and from all of them as the cells run.
 func linkPair(pair infra.Pair, offsets []time.Duration, nics []sweeps.NICSource) *calibrate.Pair {
-	return &calibrate.Pair{Server: pair.Server, One: local.HostBencher{Host: pair.Client}, All: clientBencher(pair, offsets, nil),
+	return &calibrate.Pair{Server: pair.Server, One: hostbench.HostBencher{Host: pair.Client}, All: clientBencher(pair, offsets, nil),
 		Clients: len(pair.ClientHosts()), NICs: nics}
 }

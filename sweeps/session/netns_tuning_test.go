@@ -17,7 +17,7 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // netnsPair is the namespaces of s's netns pair: its server host's and
@@ -28,7 +28,7 @@ func netnsPair(t *testing.T, s *Session) (srv, cli string) {
 		t.Fatal("the session placed no pair")
 	}
 	sh, ok := s.place.link.Server.(*netns.Host)
-	hb, ok2 := s.place.link.One.(local.HostBencher)
+	hb, ok2 := s.place.link.One.(hostbench.HostBencher)
 	if !ok || !ok2 {
 		t.Fatalf("not a netns pair: %T, %T", s.place.link.Server, s.place.link.One)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/start"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -152,7 +152,7 @@ func Plan(ctx context.Context, c *sweeps.Campaign, t *Table) (*sweeps.Plan, erro
 	if t == nil {
 		t = Default()
 	}
-	var res sweeps.Resolver = &local.Starter{}
+	var res sweeps.Resolver = &start.Starter{}
 	if row, ok := t.Row(c.Provider.Kind); !ok || row.Hosts == HostsAgents {
 		res = nil
 	}
@@ -207,7 +207,7 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 	}
 	s := &Session{c: c, dir: dir, opt: opt, prep: prep, store: st, facts: facts}
 	if prev, err := sweeps.ReadRun(dir); err == nil {
-		for _, r := range local.ReapOrphans(ctx, prev) {
+		for _, r := range start.ReapOrphans(ctx, prev) {
 			opt.logf("sweep: stopped %s, left running by a killed runner", r)
 		}
 	}

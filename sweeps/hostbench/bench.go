@@ -1,4 +1,9 @@
-package local
+// Package hostbench runs a cell's load as `linerate bench` on the client
+// hosts of a pair, as the design has it (the coordinator never measures):
+// HostBencher on one host, HostsBencher on several at one moment, their
+// records merged. It reads the bench's record from its stdout and its live
+// lines (lab/bench) from its stderr.
+package hostbench
 
 import (
 	"bytes"

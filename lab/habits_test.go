@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -24,11 +24,11 @@ func TestLargeKeyspaceOfLargeValuesAsksForTheFlag(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-n", "200000"}, lab.ExitUsage, "-n is the number of distinct keys, not a request count"},
-		{[]string{"-n", "100001", "-s", "8MiB"}, lab.ExitUsage, "--keyspace-large"},
-		{[]string{"-n", "200000", "--keyspace-large"}, lab.ExitSetupFailed, "127.0.0.1"},
-		{[]string{"-n", "100000", "-s", "64MiB"}, lab.ExitSetupFailed, "127.0.0.1"},
-		{[]string{"-n", "200000", "-s", "512KiB"}, lab.ExitSetupFailed, "127.0.0.1"},
+		{[]string{"-n", "200000"}, exitcode.Usage, "-n is the number of distinct keys, not a request count"},
+		{[]string{"-n", "100001", "-s", "8MiB"}, exitcode.Usage, "--keyspace-large"},
+		{[]string{"-n", "200000", "--keyspace-large"}, exitcode.SetupFailed, "127.0.0.1"},
+		{[]string{"-n", "100000", "-s", "64MiB"}, exitcode.SetupFailed, "127.0.0.1"},
+		{[]string{"-n", "200000", "-s", "512KiB"}, exitcode.SetupFailed, "127.0.0.1"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -52,7 +52,7 @@ func Merge(w Workload, parts []Part) (*Result, error) {
 		Server: first.Server, Engine: first.Engine, SizeMix: first.SizeMix, // one keyspace, one seed: every part's
 		Ops: map[Op]*OpResult{}, Phases: map[Phase]*PhaseTotals{}, Errors: map[ErrorKind]uint64{},
 		Window: Window{Warmup: Duration(warm), Requested: w.Duration},
-		Stop:   Stop{Reason: StopCompleted, ExitCode: ExitOK},
+		Stop:   Stop{Reason: StopCompleted}, // exit code 0
 	}
 	on := func(p Part, t time.Time) time.Time { return t.Add(-p.Offset) }
 	var winStart, winEnd time.Time

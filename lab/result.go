@@ -265,7 +265,7 @@ type WorkerUsage struct {
 type Stop struct {
 	Reason   StopReason `json:"reason"`
 	Error    string     `json:"error,omitempty"`
-	ExitCode int        `json:"exit_code"`
+	ExitCode int        `json:"exit_code"` // the command's (lab/exitcode)
 }
 
 // StopReason is why a run ended.
@@ -277,16 +277,6 @@ const (
 	StopServerLost  StopReason = "server_lost"  // every connection failed and could not reconnect
 	StopSetupFailed StopReason = "setup_failed" // connect, auth, prefill
 	StopErrors      StopReason = "completed_with_errors"
-)
-
-// Exit codes, documented in the README.
-const (
-	ExitOK          = 0
-	ExitErrors      = 1 // completed, but some requests failed (verify, server errors, timeouts)
-	ExitUsage       = 2
-	ExitSetupFailed = 3
-	ExitServerLost  = 4
-	ExitInterrupted = 130
 )
 
 // Thresholds for the notes a record carries about the client itself.

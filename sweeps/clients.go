@@ -27,7 +27,7 @@ type HostsBencher interface {
 }
 
 // NICSource is one host's data-plane interface, read for its driver
-// counters at the edges of each cell's window (sweeps/local reads one in
+// counters at the edges of each cell's window (NIC reads one in
 // this process, from inside a network namespace where it is one;
 // sweeps/agent through a host's agent).
 type NICSource interface {

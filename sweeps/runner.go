@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
 
@@ -146,11 +147,11 @@ type Summary struct {
 func (s *Summary) ExitCode() int {
 	switch {
 	case s.Interrupted:
-		return 130
+		return exitcode.Interrupted
 	case len(s.Failed) > 0:
-		return 1
+		return exitcode.Errors
 	}
-	return 0
+	return exitcode.OK
 }
 
 // Failure is a failed cell in the summary.

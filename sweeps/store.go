@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/linerate/linerate/infra/atomicfile"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/atomicfile"
 	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -26,7 +26,7 @@ import (
 //	env.json        the environment record
 //	cells/*.json    one CellRecord per cell (ID with / as _)
 //	soak/*.json     soak reruns of single cells
-//	hgrm/           HdrHistogram files of cells and soaks (WriteHDRFiles)
+//	hgrm/           HdrHistogram files of cells and soaks (hdrfile.WriteFiles)
 //	logs/           server and runner logs
 //	lock            flock'd by the runner; holds its PID
 const (
@@ -286,7 +286,7 @@ func (s *Store) WriteCell(r *CellRecord) error {
 	if err := writeJSON(filepath.Join(s.Dir, CellsDir, name), r); err != nil {
 		return err
 	}
-	_, err := WriteHDRFiles(filepath.Join(s.Dir, HgrmDir), strings.TrimSuffix(name, ".json"), r.Result)
+	_, err := hdrfile.WriteFiles(filepath.Join(s.Dir, HgrmDir), strings.TrimSuffix(name, ".json"), r.Result)
 	return err
 }
 
@@ -297,46 +297,10 @@ func (s *Store) WriteSoak(name string, v any) error {
 		return err
 	}
 	if rec, ok := v.(*SoakRecord); ok {
-		_, err := WriteHDRFiles(filepath.Join(s.Dir, HgrmDir), SoakDir+"_"+name, rec.Result)
+		_, err := hdrfile.WriteFiles(filepath.Join(s.Dir, HgrmDir), SoakDir+"_"+name, rec.Result)
 		return err
 	}
 	return nil
-}
-
-// WriteHDRFiles writes a record's HdrHistogram files (hdrfile.Files) as
-// DIR/BASE.OP.hgrm and DIR/BASE.OP.hlog, atomically, and removes files of
-// that base the record no longer has (a redone cell that failed). It
-// returns the paths written; a nil record writes nothing.
-func WriteHDRFiles(dir, base string, r *lab.Result) ([]string, error) {
-	var files []hdrfile.File
-	if r != nil {
-		var err error
-		if files, err = hdrfile.Files(r); err != nil {
-			return nil, fmt.Errorf("hdr files of %s: %w", base, err)
-		}
-	}
-	written := map[string]bool{}
-	var paths []string
-	for _, f := range files {
-		p := filepath.Join(dir, base+"."+f.Name)
-		if err := WriteFileAtomic(p, f.Data); err != nil {
-			return paths, err
-		}
-		written[p] = true
-		paths = append(paths, p)
-	}
-	for _, op := range lab.AllOps {
-		for _, ext := range []string{hdrfile.HgrmExt, hdrfile.HlogExt} {
-			p := filepath.Join(dir, base+"."+string(op)+ext)
-			if written[p] {
-				continue
-			}
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return paths, fmt.Errorf("remove stale %s: %w", p, err)
-			}
-		}
-	}
-	return paths, nil
 }
 
 // LogDir is where servers and the runner write their logs.

@@ -14,7 +14,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/linerate/linerate/infra/atomicfile"
+	"github.com/linerate/linerate/lab/atomicfile"
 )
 
 // Request is one action as the operator gave it.

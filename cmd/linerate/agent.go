@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/sweeps/agent"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/start"
 )
 
 func newAgent() *cobra.Command {
@@ -28,7 +28,7 @@ func bindAgent(c *cli) func(context.Context) int {
 		// A coordinator that is gone closes our output: main's signal handling
 		// makes that an error (and a stop) the agent handles — stop servers,
 		// revert tuning — not a SIGPIPE that ends the process first.
-		a := &agent.Agent{Starter: &local.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
+		a := &agent.Agent{Starter: &start.Starter{StoreDir: *store, Install: true, DockerCommand: *docker}, StateDir: *stateDir}
 		msrv, code := startMetrics("agent", *metricsAddr, a.HostMetrics())
 		if code != 0 {
 			return code

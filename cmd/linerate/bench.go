@@ -6,10 +6,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/fields"
-	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/sweeps/metrics"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -32,7 +34,7 @@ func newBench(given []string) *cobra.Command {
 // bindBench binds bench's flags on fs and returns what runs it; given is
 // its command line, kept in the record.
 func bindBench(fs *pflag.FlagSet, given []string) func(context.Context) int {
-	b := local.BenchRun{Percentiles: lab.DefaultPercentiles, Stdout: os.Stdout, Stderr: os.Stderr}
+	b := bench.BenchRun{Percentiles: lab.DefaultPercentiles, Stdout: os.Stdout, Stderr: os.Stderr}
 	fields.BindFlags(fs, &b.Workload)
 	fs.StringVar(&b.JSON, "json", "", "write the JSON record to `FILE`, or - for stdout (then the summary goes to stderr)")
 	quiet := fs.Bool("quiet", false, "no per-second progress lines")
@@ -46,9 +48,10 @@ func bindBench(fs *pflag.FlagSet, given []string) func(context.Context) int {
 	return func(ctx context.Context) int {
 		if fs.NArg() > 0 {
 			fmt.Fprintf(os.Stderr, "linerate bench: unexpected argument %q (see linerate bench --help)\n", fs.Arg(0))
-			return lab.ExitUsage
+			return exitcode.Usage
 		}
-		b.Engine = engine.Options{Given: append([]string{"linerate", "bench"}, fields.RedactPassword(given)...)}
+		b.Engine = engine.Options{Given: append([]string{"linerate", "bench"}, fields.RedactPassword(given)...),
+			MemAvailable: kernel.FS{}.MemAvailable}
 		return runBench(ctx, fs, &b, benchOutput{quiet: *quiet, metricsAddr: *metricsAddr, linger: *linger, liveJSON: *liveJSON})
 	}
 }
@@ -60,7 +63,7 @@ type benchOutput struct {
 	linger          time.Duration
 }
 
-func runBench(ctx context.Context, fs *pflag.FlagSet, b *local.BenchRun, o benchOutput) int {
+func runBench(ctx context.Context, fs *pflag.FlagSet, b *bench.BenchRun, o benchOutput) int {
 	err := fields.FinishFlags(fs, &b.Workload)
 	if err == nil {
 		err = b.Check(time.Now())
@@ -70,7 +73,7 @@ func runBench(ctx context.Context, fs *pflag.FlagSet, b *local.BenchRun, o bench
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "linerate bench: %v\n", err)
-		return lab.ExitUsage
+		return exitcode.Usage
 	}
 	live := metrics.NewLive()
 	msrv, code := startMetrics("bench", o.metricsAddr, live)
@@ -83,7 +86,7 @@ func runBench(ctx context.Context, fs *pflag.FlagSet, b *local.BenchRun, o bench
 		toMetrics = live.Update
 	}
 	if o.liveJSON {
-		toLines = local.LiveLines(os.Stderr)
+		toLines = bench.LiveLines(os.Stderr)
 	}
 	b.Engine.Live = metrics.Feed(toMetrics, toLines)
 	if !o.quiet {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/lab/labtest"
 )
@@ -55,7 +56,7 @@ func TestBenchHgrmDir(t *testing.T) {
 	notDir := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(notDir, []byte("x"), 0o644)
 	code, out, stderr = linerate(t, "", "", "bench", "-p", strconv.Itoa(srv.Port), "-d", "30s", "--hgrm-dir", filepath.Join(notDir, "sub"))
-	if code != lab.ExitUsage || !strings.Contains(stderr, "--hgrm-dir") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
+	if code != exitcode.Usage || !strings.Contains(stderr, "--hgrm-dir") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
 		t.Errorf("--hgrm-dir under a file: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/tlsgen"
 )
@@ -48,11 +49,11 @@ func TestBenchTLSWrongCAExits3(t *testing.T) {
 
 	rec = filepath.Join(dir, "wrong.json")
 	code, out, stderr := linerate(t, "", "", args(other.CA, rec)...)
-	if code != lab.ExitSetupFailed || out != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+	if code != exitcode.SetupFailed || out != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
 		!strings.HasPrefix(stderr, "linerate bench: setup_failed: ") || !strings.Contains(stderr, "certificate signed by unknown authority") {
 		t.Errorf("with another CA: exit %d, stdout %q, stderr %q; want 3 and one line naming the unknown authority", code, out, stderr)
 	}
-	if res := mustRead(t, rec); res.Stop.Reason != lab.StopSetupFailed || res.Stop.ExitCode != lab.ExitSetupFailed {
+	if res := mustRead(t, rec); res.Stop.Reason != lab.StopSetupFailed || res.Stop.ExitCode != exitcode.SetupFailed {
 		t.Errorf("with another CA: the record stops with %+v", res.Stop)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 )
@@ -29,8 +30,8 @@ func TestBenchMalformedControlReply(t *testing.T) {
 			rec := filepath.Join(t.TempDir(), "rec.json")
 			code, _, stderr := linerate(t, "", "", "bench", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port),
 				"-d", "1s", "-s", "4KiB", "--quiet", "--json", rec)
-			if code != lab.ExitSetupFailed {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, lab.ExitSetupFailed, stderr)
+			if code != exitcode.SetupFailed {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitcode.SetupFailed, stderr)
 			}
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if len(lines) != 1 || !strings.Contains(lines[0], p.Addr) || !strings.Contains(lines[0], "INFO") {
@@ -40,7 +41,7 @@ func TestBenchMalformedControlReply(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no record: %v", err)
 			}
-			if res.Stop.Reason != lab.StopSetupFailed || res.Stop.ExitCode != lab.ExitSetupFailed || !strings.Contains(res.Stop.Error, p.Addr) {
+			if res.Stop.Reason != lab.StopSetupFailed || res.Stop.ExitCode != exitcode.SetupFailed || !strings.Contains(res.Stop.Error, p.Addr) {
 				t.Errorf("record's stop %+v", res.Stop)
 			}
 		})
@@ -98,7 +99,7 @@ func TestRecordsWithNullFigures(t *testing.T) {
 		{[]string{"plot", dir, "--tables"}, 0, "ops.GET: null"},
 		{[]string{"plot", dir, "--format", "svg", "--out", filepath.Join(t.TempDir(), "charts")}, 0, "ops.GET: null"},
 		{[]string{"report", dir, "--out", filepath.Join(t.TempDir(), "report.html")}, 0, "ops.GET: null"},
-		{[]string{"bench", "--ceiling", ceiling, "-p", "1"}, lab.ExitUsage, "ops.GET: null"},
+		{[]string{"bench", "--ceiling", ceiling, "-p", "1"}, exitcode.Usage, "ops.GET: null"},
 	} {
 		t.Run(strconv.Itoa(i)+"-"+tc.args[0], func(t *testing.T) {
 			code, stdout, stderr := linerate(t, "", "", tc.args...)

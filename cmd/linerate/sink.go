@@ -8,6 +8,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/fields"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/sink"
 	"github.com/spf13/cobra"
 )
@@ -33,19 +34,19 @@ func bindSink(c *cli) func(context.Context) int {
 		switch {
 		case *delay < 0 || *delay > sink.MaxDelay:
 			fmt.Fprintf(os.Stderr, "linerate sink: --delay %s: use 0s to %s\n", *delay, sink.MaxDelay)
-			return lab.ExitUsage
+			return exitcode.Usage
 		case *keyspace < 1 || *keyspace > fields.MaxKeyspace:
 			fmt.Fprintf(os.Stderr, "linerate sink: -n/--keyspace %d: use 1-%d\n", *keyspace, fields.MaxKeyspace)
-			return lab.ExitUsage
+			return exitcode.Usage
 		case *port < 0 || *port > 65535:
 			fmt.Fprintf(os.Stderr, "linerate sink: -p/--port %d: use 0-65535 (0: any free port)\n", *port)
-			return lab.ExitUsage
+			return exitcode.Usage
 		}
 		addr := *bind + ":" + strconv.Itoa(*port)
 		l, err := sink.Listen(addr)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "linerate sink: listen on %s: %v\n", addr, err)
-			return lab.ExitSetupFailed
+			return exitcode.SetupFailed
 		}
 		s := sink.New(size, *seed, *keyspace, probe.Size)
 		s.Delay, s.Link = *delay, *link

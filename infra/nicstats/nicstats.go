@@ -50,6 +50,18 @@ func Watched(name string) bool {
 	return false
 }
 
+// KeepWatched is the counters of c that Watched keeps: what an agent
+// sends back, a few dozen of ENA's thousand.
+func KeepWatched(c Counters) Counters {
+	out := Counters{}
+	for k, v := range c {
+		if Watched(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Deltas is how much each watched counter rose over a window.
 type Deltas struct {
 	// Counters holds every watched counter the driver has, with its rise;

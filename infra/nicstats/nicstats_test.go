@@ -48,6 +48,18 @@ func TestWatched(t *testing.T) {
 	}
 }
 
+// KeepWatched keeps exactly the counters Watched names, values and all.
+func TestKeepWatched(t *testing.T) {
+	c := Counters{"rx_queue_0_drops": 3, "tx_timeout": 0, "rx_kicks": 9, "queue_3_tx_unmask_interrupt": 7}
+	got := KeepWatched(c)
+	if len(got) != 2 || got["rx_queue_0_drops"] != 3 || got["tx_timeout"] != 0 || len(c) != 4 {
+		t.Fatalf("KeepWatched(%v) = %v", c, got)
+	}
+	if _, ok := got["tx_timeout"]; !ok {
+		t.Errorf("a watched counter at zero is dropped: %v", got)
+	}
+}
+
 func TestParseEthtoolS(t *testing.T) {
 	good := "NIC statistics:\n     tx_timeout: 3\n     rx queue 0 bytes: 18446744073709551615\n\n     tx_timeout: 4\n"
 	c, err := ParseEthtoolS(strings.NewReader(good))

@@ -11,6 +11,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/fields"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -75,7 +76,7 @@ func TestPrefillThatCannotFitIsRefusedBeforeWriting(t *testing.T) {
 					t.Errorf("%q does not say %q", err, s)
 				}
 			}
-			if res == nil || res.Stop.ExitCode != lab.ExitSetupFailed {
+			if res == nil || res.Stop.ExitCode != exitcode.SetupFailed {
 				t.Fatalf("record %+v", res)
 			}
 			if n := dbsize(t, srv.Port); n != 0 {

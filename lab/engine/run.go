@@ -16,6 +16,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/fields"
+	"github.com/linerate/linerate/lab/exitcode"
 )
 
 // Options are the parts of a run that are not the workload.
@@ -62,7 +63,7 @@ func Run(ctx context.Context, given lab.Workload, opt Options) (*lab.Result, err
 	res := newResult(w, opt)
 	fail := func(reason lab.StopReason, err error) (*lab.Result, error) {
 		res.Ended = time.Now().UTC()
-		res.Stop = lab.Stop{Reason: reason, Error: err.Error(), ExitCode: exitCodeFor(reason)}
+		res.Stop = lab.Stop{Reason: reason, Error: err.Error(), ExitCode: exitcode.For(reason)}
 		return res, &RunError{Reason: reason, Err: err}
 	}
 
@@ -178,22 +179,6 @@ func newResult(w lab.Workload, opt Options) *lab.Result {
 	}
 }
 
-func exitCodeFor(r lab.StopReason) int {
-	switch r {
-	case lab.StopCompleted:
-		return lab.ExitOK
-	case lab.StopErrors:
-		return lab.ExitErrors
-	case lab.StopSetupFailed:
-		return lab.ExitSetupFailed
-	case lab.StopServerLost:
-		return lab.ExitServerLost
-	case lab.StopInterrupted:
-		return lab.ExitInterrupted
-	}
-	return lab.ExitErrors
-}
-
 func stopReasonFor(ctx context.Context, otherwise lab.StopReason) lab.StopReason {
 	if ctx.Err() != nil {
 		return lab.StopInterrupted
@@ -217,7 +202,7 @@ func finishStop(ctx context.Context, res *lab.Result, e *engine) error {
 	case errCount > 0:
 		reason, err = lab.StopErrors, fmt.Errorf("%d requests failed (see errors)", errCount)
 	}
-	res.Stop = lab.Stop{Reason: reason, ExitCode: exitCodeFor(reason)}
+	res.Stop = lab.Stop{Reason: reason, ExitCode: exitcode.For(reason)}
 	if err != nil {
 		res.Stop.Error = err.Error()
 		return &RunError{Reason: reason, Err: err}

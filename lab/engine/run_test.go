@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/labtest"
 )
 
@@ -242,7 +243,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 				t.Fatalf("tampered key not reported as %s: errors %v", tc.want, res.Errors)
 			}
 			var re *engine.RunError
-			if err == nil || res.Stop.Reason != lab.StopErrors || res.Stop.ExitCode != lab.ExitErrors {
+			if err == nil || res.Stop.Reason != lab.StopErrors || res.Stop.ExitCode != exitcode.Errors {
 				t.Fatalf("stop = %+v, err %v (%T)", res.Stop, err, re)
 			}
 			g := res.Ops[lab.OpGet]
@@ -319,7 +320,7 @@ func TestValueLargerThanProtoMaxBulkLen(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "proto-max-bulk-len") {
 		t.Fatalf("want a proto-max-bulk-len error before sending, got %v", err)
 	}
-	if res == nil || res.Stop.ExitCode != lab.ExitSetupFailed {
+	if res == nil || res.Stop.ExitCode != exitcode.SetupFailed {
 		t.Fatalf("record: %+v", res)
 	}
 }
@@ -361,7 +362,7 @@ func TestCLIFaults(t *testing.T) {
 
 	t.Run("bad size names the flag and the forms", func(t *testing.T) {
 		code, out, _ := run(t, "-s", "8XB")
-		if code != lab.ExitUsage || !strings.Contains(out, "value-size") || !strings.Contains(out, "MiB") {
+		if code != exitcode.Usage || !strings.Contains(out, "value-size") || !strings.Contains(out, "MiB") {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 	})
@@ -373,7 +374,7 @@ func TestCLIFaults(t *testing.T) {
 			t.Skipf("this host has CPUs 4-19 (%d CPUs): the run would take 20 s", n)
 		}
 		code, out, res := run(t, args...)
-		if code != lab.ExitUsage || !strings.Contains(out, "--cpu-list") || !strings.Contains(out, "not available") {
+		if code != exitcode.Usage || !strings.Contains(out, "--cpu-list") || !strings.Contains(out, "not available") {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 		if res != nil {
@@ -382,7 +383,7 @@ func TestCLIFaults(t *testing.T) {
 	})
 	t.Run("unreachable server", func(t *testing.T) {
 		code, out, res := run(t, "-p", strconv.Itoa(labtest.FreePort(t)), "-d", "1s")
-		if code != lab.ExitSetupFailed || res == nil || res.Stop.Reason != lab.StopSetupFailed || !strings.Contains(out, "127.0.0.1") {
+		if code != exitcode.SetupFailed || res == nil || res.Stop.Reason != lab.StopSetupFailed || !strings.Contains(out, "127.0.0.1") {
 			t.Fatalf("exit %d, record %+v: %s", code, res, out)
 		}
 	})
@@ -393,7 +394,7 @@ func TestCLIFaults(t *testing.T) {
 		labtest.WaitForCalls(t, srv.Addr, "set", 20, time.Minute) // mid-run: some SETs measured
 		srv.Kill()
 		code, out, res := finish(t, cmd, b, rec)
-		if code != lab.ExitServerLost || res == nil || res.Stop.Reason != lab.StopServerLost {
+		if code != exitcode.ServerLost || res == nil || res.Stop.Reason != lab.StopServerLost {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 		if res.Ops[lab.OpSet].Ops == 0 {
@@ -421,7 +422,7 @@ func TestCLIFaults(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatal("bench did not stop within 10 s of SIGINT")
 		}
-		if code := cmd.ProcessState.ExitCode(); code != lab.ExitInterrupted {
+		if code := cmd.ProcessState.ExitCode(); code != exitcode.Interrupted {
 			t.Fatalf("exit %d", code)
 		}
 		var res lab.Result

@@ -13,6 +13,7 @@ import (
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/fields"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/tlsgen"
 )
@@ -189,7 +190,7 @@ func TestTLSWrongCAIsASetupError(t *testing.T) {
 	w := shortWorkload(srv.Port)
 	w.TLS = lab.TLS{On: true, CACert: f.CA}
 	res, err := engine.Run(context.Background(), w, engine.Options{})
-	if res == nil || res.Stop.ExitCode != lab.ExitSetupFailed || err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+	if res == nil || res.Stop.ExitCode != exitcode.SetupFailed || err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
 		t.Errorf("another CA: %v (record %v); want exit 3 naming the unknown authority", err, res != nil)
 	}
 	w.TLS.CACert = filepath.Join(t.TempDir(), "missing.crt")

@@ -293,13 +293,13 @@ func WaitForCalls(t testing.TB, addr, cmd string, n uint64, limit time.Duration)
 	}
 }
 
-// FakeDocker is a fresh copy of sweeps/local/testdata/fake-docker in a
+// FakeDocker is a fresh copy of sweeps/start/testdata/fake-docker in a
 // directory of its own (it keeps its state beside itself): docker's
 // command line for launch.Container on machines without docker.
 func FakeDocker(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sweeps", "local", "testdata", "fake-docker"))
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sweeps", "start", "testdata", "fake-docker"))
 	if err != nil {
 		t.Fatal(err)
 	}

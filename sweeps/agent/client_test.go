@@ -21,7 +21,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // sshConfig reaches h's sshd in the lab as root with the lab's key.
@@ -210,7 +210,7 @@ func TestImageVersionThroughAgent(t *testing.T) {
 	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: lab.OneSize(256 << 10),
 		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second)}.Resolve()
 	var ticks []*lab.Live // the remote bench's live totals, read off its stderr
-	rec, err := local.HostBencher{Host: hosts[1], Live: func(l *lab.Live) { ticks = append(ticks, l) }}.Bench(ctx, w, nil)
+	rec, err := hostbench.HostBencher{Host: hosts[1], Live: func(l *lab.Live) { ticks = append(ticks, l) }}.Bench(ctx, w, nil)
 	if err != nil || rec.Stop.Reason != lab.StopCompleted {
 		t.Fatalf("bench from the client host: %v %+v", err, rec)
 	}

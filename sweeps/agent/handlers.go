@@ -12,7 +12,6 @@ import (
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
-	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -219,7 +218,7 @@ func (a *Agent) tuneApply(ctx context.Context, req tuneApplyRequest) (agentReply
 			return agentReply{}, err
 		}
 	}
-	t := &local.Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
+	t := &tuning.Tuner{Host: tuning.NewLiveHost(a.root()).WithScope(scope, netns), Profile: p,
 		Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "linerate agent: "+format+"\n", args...) }}
 	snap, err := t.Apply(ctx, a.StateDir)
 	if err != nil {

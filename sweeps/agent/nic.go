@@ -8,7 +8,6 @@ import (
 
 	"github.com/linerate/linerate/infra/nicstats"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
 )
 
 // The agent reads its host's NIC driver counters for the coordinator, at
@@ -24,17 +23,17 @@ type nicAnswer struct {
 // agentNICs are the interfaces an agent has opened, by address or name.
 type agentNICs struct {
 	mu   sync.Mutex
-	open map[string]*local.NIC
+	open map[string]*sweeps.NIC
 }
 
-func (n *agentNICs) get(role, addr, name string) (*local.NIC, error) {
+func (n *agentNICs) get(role, addr, name string) (*sweeps.NIC, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := addr + "/" + name
 	if nic := n.open[key]; nic != nil {
 		return nic, nil
 	}
-	nic := &local.NIC{Host: role, Name: name}
+	nic := &sweeps.NIC{Host: role, Name: name}
 	if name == "" {
 		a, err := netip.ParseAddr(addr)
 		if err != nil {
@@ -43,7 +42,7 @@ func (n *agentNICs) get(role, addr, name string) (*local.NIC, error) {
 		nic.Addr = a
 	}
 	if n.open == nil {
-		n.open = map[string]*local.NIC{}
+		n.open = map[string]*sweeps.NIC{}
 	}
 	n.open[key] = nic
 	return nic, nil
@@ -71,7 +70,7 @@ func (a *Agent) nic(ctx context.Context, req nicRequest) (agentReply, error) {
 	if err != nil {
 		return agentReply{}, err
 	}
-	return agentReply{NIC: &nicAnswer{Info: info, Counters: local.Watched(c)}}, nil
+	return agentReply{NIC: &nicAnswer{Info: info, Counters: nicstats.KeepWatched(c)}}, nil
 }
 
 // NICSource is the interface of the agent's host that carries addr, read

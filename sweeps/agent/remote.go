@@ -15,7 +15,7 @@ import (
 
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/tuning"
 )
 
 // RemoteStarter starts campaign versions on a remote server host through
@@ -249,7 +249,7 @@ func (t *RemoteTuner) Apply(ctx context.Context, stateDir string) (json.RawMessa
 		return nil, err
 	}
 	if stateDir != "" {
-		if err := sweeps.WriteFileAtomic(filepath.Join(stateDir, local.SnapshotFile), b); err != nil {
+		if err := sweeps.WriteFileAtomic(filepath.Join(stateDir, tuning.SnapshotFile), b); err != nil {
 			return nil, errors.Join(err, t.Revert(context.WithoutCancel(ctx)))
 		}
 	}

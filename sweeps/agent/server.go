@@ -31,14 +31,15 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/start"
+	"github.com/linerate/linerate/tuning"
 )
 
 // Agent serves one coordinator on this host.
 type Agent struct {
 	// Starter starts servers here (store versions from this host's store,
 	// binaries by their path here, images with this host's docker).
-	Starter *local.Starter
+	Starter *start.Starter
 	// Root is where /proc and /sys are; "" is "/".
 	Root string
 	// StateDir keeps the tuning snapshot on this host too, so `linerate
@@ -53,7 +54,7 @@ type Agent struct {
 	goneOne sync.Once
 	servers map[int]sweeps.RunningServer
 	nextID  int
-	tuner   *local.Tuner
+	tuner   *tuning.Tuner
 	lock    *os.File // held on StateDir while this agent may tune
 	// kernelNS is the machine's network namespace, held open from a
 	// kernel-scope apply on, so the revert reaches it after the
@@ -91,7 +92,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	a.gone = make(chan struct{})
 	a.servers = map[int]sweeps.RunningServer{}
 	if a.Starter == nil {
-		a.Starter = &local.Starter{}
+		a.Starter = &start.Starter{}
 	}
 	defer a.cleanup(ctx)
 	reqCtx, endInput := context.WithCancel(ctx)
@@ -247,7 +248,7 @@ func (a *Agent) cleanup(ctx context.Context) {
 		delete(a.servers, id)
 	}
 	if err := a.revert(cctx); err != nil {
-		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, local.SnapshotFile))
+		fmt.Fprintf(os.Stderr, "linerate agent: %v (snapshot: %s)\n", err, filepath.Join(a.StateDir, tuning.SnapshotFile))
 	}
 	if a.kernelNS != nil {
 		a.kernelNS.Close()

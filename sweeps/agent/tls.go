@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/linerate/linerate/infra/atomicfile"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/atomicfile"
 	"github.com/linerate/linerate/sweeps"
 )
 
@@ -37,7 +37,7 @@ func startedTLS(srv sweeps.RunningServer) (*agentTLS, error) {
 }
 
 // keepCA writes a remote server's CA where the bench reads it
-// (local.HostBencher copies it on to a client host): in the run's log
+// (hostbench.HostBencher copies it on to a client host): in the run's log
 // directory, tls/SEGMENT.ca.crt, the last start's (a server started on
 // this machine keeps its CA under its own log directory). It is the
 // run's and stays with it; the system's temp directory would keep it for

@@ -15,7 +15,7 @@ import (
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/calibrate"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // The link calibration's runs here: each configuration's warmup and
@@ -66,7 +66,7 @@ func BenchmarkLinkCalibration(b *testing.B) {
 	srv, cli := netns.Of(pr.Server), netns.Of(pr.Client)
 	results.where(secLink, fmt.Sprintf("netns veth pair %s <-> %s: sweeps/calibrate (linerate sink --link, bench 8MiB, 2 in flight, a thread per flow, %s warmup, %s window) vs %s -P N -N -O 1 (-R for GET), each run paired with its iperf3 beside it; both ends copy (LINERATE_NO_MSG_TRUNC=1)",
 		srv.DataAddr(), cli.DataAddr(), linkWarmup, linkWindow, iperf3Version(iperf)))
-	pb := &pairedBencher{b: local.HostBencher{Host: cli}, pairs: map[string]*pairs{},
+	pb := &pairedBencher{b: hostbench.HostBencher{Host: cli}, pairs: map[string]*pairs{},
 		peer: func(flows int, reverse bool) (float64, error) {
 			return iperf3Gbps(iperf, srv.Command, cli.Command, srv.DataAddr().String(), iperfPort(), flows, reverse, linkWindow)
 		}}

@@ -12,7 +12,7 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // pair brings up a netns pair for the test and takes it down after.
@@ -59,10 +59,10 @@ func TestCalibrationRecordsWhatItsBenchesMeasured(t *testing.T) {
 	srv, cli := pair(t)
 	const flows = 4
 	d := time.Second
-	rb := &recordingBencher{b: local.HostBencher{Host: cli}, measured: map[string][]float64{}}
+	rb := &recordingBencher{b: hostbench.HostBencher{Host: cli}, measured: map[string][]float64{}}
 	var logs []string
 	p := Pair{Server: srv, One: rb, Clients: 1,
-		NICs: []sweeps.NICSource{&local.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
+		NICs: []sweeps.NICSource{&sweeps.NIC{Host: "server", Do: srv.Do, Addr: srv.DataAddr()}},
 		Log:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
 	k := sweeps.Calibration{Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(d), ValueSize: 1 << 20}
 	l, err := Measure(context.Background(), p, k, flows)

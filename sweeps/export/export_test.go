@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/exitcode"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
 )
@@ -249,7 +250,7 @@ func writeFailedRun(t *testing.T) {
 	lost := clone("valkey-9.1.2/GET/16MiB/r2", "GET/16MiB", 2)
 	lost.Rep = 2
 	lost.Status, lost.Reason = sweeps.StatusFailed, "server_lost: every connection failed"
-	lost.Result.Stop = lab.Stop{Reason: lab.StopServerLost, Error: "every connection failed", ExitCode: lab.ExitServerLost}
+	lost.Result.Stop = lab.Stop{Reason: lab.StopServerLost, Error: "every connection failed", ExitCode: exitcode.ServerLost}
 
 	mixed := clone("valkey-9.1.2/mix50-50/16MiB/r1", "mix50-50/16MiB", 3)
 	mixed.Workload.Ratio = lab.Ratio{Gets: 50, Sets: 50}

@@ -10,7 +10,7 @@ import (
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/agent"
 	"github.com/linerate/linerate/sweeps/calibrate"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // A pair's client hosts: one runs the load, or several together
@@ -32,9 +32,9 @@ func clientRole(i int) string {
 func clientBencher(pair infra.Pair, offsets []time.Duration, live func(*lab.Live)) sweeps.Bencher {
 	hosts := pair.ClientHosts()
 	if len(hosts) == 1 {
-		return local.HostBencher{Host: hosts[0], Live: live}
+		return hostbench.HostBencher{Host: hosts[0], Live: live}
 	}
-	b := local.HostsBencher{Hosts: hosts, Offsets: offsets, Live: live}
+	b := hostbench.HostsBencher{Hosts: hosts, Offsets: offsets, Live: live}
 	if offsets == nil {
 		// One clock is one machine: every host's bench is a process
 		// started here, running within milliseconds; a second is ample
@@ -48,16 +48,16 @@ func clientBencher(pair infra.Pair, offsets []time.Duration, live func(*lab.Live
 // namespace: every server end (one per client link) and each client's.
 // close closes their sockets.
 func netnsNICs(srv infra.Entered, pair infra.Pair) (nics []sweeps.NICSource, closeAll func()) {
-	var mine []*local.NIC
+	var mine []*sweeps.NIC
 	for _, dev := range netns.ServerDevices(len(pair.ClientHosts())) {
-		mine = append(mine, &local.NIC{Host: "server", Do: srv.Do, Name: dev})
+		mine = append(mine, &sweeps.NIC{Host: "server", Do: srv.Do, Name: dev})
 	}
 	for i, h := range pair.ClientHosts() {
 		nh, ok := h.(infra.Entered)
 		if !ok {
 			continue
 		}
-		mine = append(mine, &local.NIC{Host: clientRole(i), Do: nh.Do, Addr: nh.DataAddr()})
+		mine = append(mine, &sweeps.NIC{Host: clientRole(i), Do: nh.Do, Addr: nh.DataAddr()})
 	}
 	for _, n := range mine {
 		nics = append(nics, n)
@@ -86,6 +86,6 @@ func agentNICs(agents map[string]*agent.AgentClient) []sweeps.NICSource {
 // sink on the server host, the bench from the first client host alone
 // and from all of them as the cells run.
 func linkPair(pair infra.Pair, offsets []time.Duration, nics []sweeps.NICSource) *calibrate.Pair {
-	return &calibrate.Pair{Server: pair.Server, One: local.HostBencher{Host: pair.Client}, All: clientBencher(pair, offsets, nil),
+	return &calibrate.Pair{Server: pair.Server, One: hostbench.HostBencher{Host: pair.Client}, All: clientBencher(pair, offsets, nil),
 		Clients: len(pair.ClientHosts()), NICs: nics}
 }

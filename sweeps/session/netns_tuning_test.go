@@ -17,7 +17,7 @@ import (
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/hostbench"
 )
 
 // netnsPair is the namespaces of s's netns pair: its server host's and
@@ -28,7 +28,7 @@ func netnsPair(t *testing.T, s *Session) (srv, cli string) {
 		t.Fatal("the session placed no pair")
 	}
 	sh := netns.Of(s.place.link.Server)
-	hb, ok := s.place.link.One.(local.HostBencher)
+	hb, ok := s.place.link.One.(hostbench.HostBencher)
 	if sh == nil || !ok {
 		t.Fatalf("not a netns pair: %T, %T", s.place.link.Server, s.place.link.One)
 	}

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
+	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/agent"
 	"github.com/linerate/linerate/sweeps/calibrate"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/start"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -48,7 +50,7 @@ type placement struct {
 	link        *calibrate.Pair
 }
 
-// hostTuner applies a profile for the length of a run (local.Tuner,
+// hostTuner applies a profile for the length of a run (tuning.Tuner,
 // agent.RemoteTuner). Apply's stateDir is the run's directory: the local
 // Tuner keeps its snapshot there until Revert (and reverts one an earlier
 // run left); RemoteTuner writes both agents' snapshots there for the
@@ -79,13 +81,13 @@ func place(ctx context.Context, row *Row, prov infra.Provider, spec infra.Spec, 
 	if opt.TuningRoot != "" && filepath.Clean(opt.TuningRoot) != "/" {
 		host = tuning.NewFixtureHost(opt.TuningRoot)
 	}
-	pl := placeHere([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, &local.Starter{}, local.Bencher{Live: opt.Live}, prov.Down)
-	pl.Tuner = func(_ []byte, p tuning.Profile) hostTuner { return &local.Tuner{Host: host, Profile: p, Log: opt.Log} }
+	pl := placeHere([]sweeps.HostFacts{sweeps.LocalHostFacts("/", "server+client")}, &start.Starter{}, bench.Bencher{Live: opt.Live, MemAvailable: kernel.FS{}.MemAvailable}, prov.Down)
+	pl.Tuner = func(_ []byte, p tuning.Profile) hostTuner { return &tuning.Tuner{Host: host, Profile: p, Log: opt.Log} }
 	return pl, nil
 }
 
 // placeHere is a placement whose servers this process starts and samples.
-func placeHere(hosts []sweeps.HostFacts, st *local.Starter, b sweeps.Bencher, down func(context.Context) error) *placement {
+func placeHere(hosts []sweeps.HostFacts, st *start.Starter, b sweeps.Bencher, down func(context.Context) error) *placement {
 	// The page-fault label needs this machine's price of a fresh page.
 	cost, _ := hostmetrics.MeasureFaultCost(0)
 	for i := range hosts {
@@ -111,7 +113,7 @@ func placeNamespaces(ctx context.Context, pair infra.Pair, prov infra.Provider, 
 	if !ok {
 		return fail(fmt.Errorf("%s provider gave a %T server host, not a network namespace", prov.Kind(), pair.Server))
 	}
-	starter := &local.Starter{Net: launch.NetPlaceOf(srv), Bind: srv.DataAddr().String()}
+	starter := &start.Starter{Net: launch.NetPlaceOf(srv), Bind: srv.DataAddr().String()}
 	hosts := []sweeps.HostFacts{sweeps.LocalHostFacts("/", "server ("+srv.Name()+", "+srv.DataAddr().String()+")")}
 	for i, h := range pair.ClientHosts() {
 		hosts = append(hosts, sweeps.LocalHostFacts("/", clientRole(i)+" ("+h.Name()+", "+h.DataAddr().String()+")"))

@@ -19,7 +19,8 @@ import (
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
+	"github.com/linerate/linerate/sweeps/start"
+	"github.com/linerate/linerate/tuning"
 )
 
 // InputError is an error in what the operator gave (a flag, a file),
@@ -151,7 +152,7 @@ func Plan(ctx context.Context, c *sweeps.Campaign, t *Table) (*sweeps.Plan, erro
 	if t == nil {
 		t = Default()
 	}
-	var res sweeps.Resolver = &local.Starter{}
+	var res sweeps.Resolver = &start.Starter{}
 	if row, ok := t.Row(c.Provider.Kind); !ok || row.Hosts == HostsAgents {
 		res = nil
 	}
@@ -206,7 +207,7 @@ func openSession(ctx context.Context, c *sweeps.Campaign, dir string, opt Option
 	}
 	s := &Session{c: c, dir: dir, opt: opt, prep: prep, store: st, facts: facts}
 	if prev, err := sweeps.ReadRun(dir); err == nil {
-		for _, r := range local.ReapOrphans(ctx, prev) {
+		for _, r := range start.ReapOrphans(ctx, prev) {
 			opt.logf("sweep: stopped %s, left running by a killed runner", r)
 		}
 	}
@@ -350,9 +351,9 @@ func (s *Session) Close(ctx context.Context) error {
 	if s.tuner != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		if err := s.tuner.Revert(rctx); err != nil {
-			snap := filepath.Join(s.dir, local.SnapshotFile)
+			snap := filepath.Join(s.dir, tuning.SnapshotFile)
 			if s.place.agentsTune {
-				snap = "each host's agent keeps its own " + local.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
+				snap = "each host's agent keeps its own " + tuning.SnapshotFile + " (ssh, aws: ~/.cache/linerate/agent/; netns: agent-server/ and agent-client/ in the run directory) and reverts when its session ends"
 			}
 			errs = append(errs, fmt.Errorf("%w (snapshot: %s)", err, snap))
 		} else {

@@ -4,7 +4,6 @@ import (
 	"os"
 
 	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/sweeps/local"
 	"github.com/linerate/linerate/tuning"
 )
 
@@ -22,7 +21,7 @@ func loadProfile(c *sweeps.Campaign, dir string) (*profile, error) {
 	if c.Tuning == "" {
 		return nil, nil
 	}
-	prof, where, err := local.LoadProfile(c.Tuning, dir)
+	prof, where, err := tuning.LoadProfile(c.Tuning, dir)
 	if err != nil {
 		return nil, err
 	}

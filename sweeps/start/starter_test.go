@@ -1,4 +1,4 @@
-package local
+package start
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
@@ -94,7 +95,7 @@ func TestRealCampaign(t *testing.T) {
 	st := &Starter{}
 	p := plan(t, spec(bin), nil)
 	dir := t.TempDir()
-	run := runAll(t, p, dir, st, Bencher{})
+	run := runAll(t, p, dir, st, bench.Bencher{})
 	for _, rec := range run.Sorted() {
 		if rec.Result == nil || rec.Host == nil || rec.Host.Server == nil || rec.Limit == nil {
 			t.Fatalf("%s: incomplete record", rec.CellID)
@@ -141,7 +142,7 @@ func checkHDRFiles(t *testing.T, dir string, rec *sweeps.CellRecord) {
 
 // killingBench SIGKILLs the server in the middle of its kill-th call.
 type killingBench struct {
-	Bencher
+	bench.Bencher
 	mu    sync.Mutex
 	calls int
 	kill  int

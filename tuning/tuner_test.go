@@ -1,4 +1,4 @@
-package local
+package tuning_test
 
 import (
 	"context"
@@ -18,24 +18,24 @@ import (
 // every file.
 func TestTunerOnStudyFixture(t *testing.T) {
 	root := t.TempDir()
-	if err := tuning.ExpandFixtureFile("../../tuning/testdata/graviton-c8gn16xl.txtar", root); err != nil {
+	if err := tuning.ExpandFixtureFile("testdata/graviton-c8gn16xl.txtar", root); err != nil {
 		t.Fatal(err)
 	}
 	before := readTree(t, root)
-	prof, path, err := LoadProfile("study-c8gn", "../../tuning/profiles")
+	prof, path, err := tuning.LoadProfile("study-c8gn", "profiles")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Base(path) != "study-c8gn.yaml" {
 		t.Fatalf("profile path %s", path)
 	}
-	tu := &Tuner{Host: tuning.NewFixtureHost(root), Profile: prof}
+	tu := &tuning.Tuner{Host: tuning.NewFixtureHost(root), Profile: prof}
 	state := t.TempDir()
 	snap, err := tu.Apply(context.Background(), state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if saved, err := os.ReadFile(filepath.Join(state, SnapshotFile)); err != nil || string(saved) != string(snap) {
+	if saved, err := os.ReadFile(filepath.Join(state, tuning.SnapshotFile)); err != nil || string(saved) != string(snap) {
 		t.Fatalf("snapshot not kept in the state directory: %v", err)
 	}
 	if _, drifts, err := tu.Verify(context.Background()); err != nil || drifts != 0 {
@@ -53,7 +53,7 @@ func TestTunerOnStudyFixture(t *testing.T) {
 	if err := tu.Revert(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(state, SnapshotFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(state, tuning.SnapshotFile)); err == nil {
 		t.Error("the snapshot is kept after a clean revert")
 	}
 	after := readTree(t, root)
@@ -62,7 +62,7 @@ func TestTunerOnStudyFixture(t *testing.T) {
 			t.Errorf("%s after revert: %q, was %q", name, after[name], b)
 		}
 	}
-	if _, _, err := LoadProfile("no-such-profile", "../../tuning/profiles"); err == nil || !strings.Contains(err.Error(), "no-such-profile") {
+	if _, _, err := tuning.LoadProfile("no-such-profile", "profiles"); err == nil || !strings.Contains(err.Error(), "no-such-profile") {
 		t.Errorf("missing profile: %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestLeftoverSnapshotAgainstBootTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			if err := tuning.ExpandFixtureFile("../../tuning/testdata/graviton-c8gn16xl.txtar", root); err != nil {
+			if err := tuning.ExpandFixtureFile("testdata/graviton-c8gn16xl.txtar", root); err != nil {
 				t.Fatal(err)
 			}
 			if tc.stat != "" {
@@ -103,7 +103,7 @@ func TestLeftoverSnapshotAgainstBootTime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			prof, _, err := LoadProfile("study-c8gn", "../../tuning/profiles")
+			prof, _, err := tuning.LoadProfile("study-c8gn", "profiles")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +113,10 @@ func TestLeftoverSnapshotAgainstBootTime(t *testing.T) {
 			}
 			state := t.TempDir()
 			// The first run applies and is killed: its snapshot stays.
-			if _, err := (&Tuner{Host: host, Profile: prof}).Apply(context.Background(), state); err != nil {
+			if _, err := (&tuning.Tuner{Host: host, Profile: prof}).Apply(context.Background(), state); err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join(state, SnapshotFile)
+			file := filepath.Join(state, tuning.SnapshotFile)
 			b, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
@@ -133,7 +133,7 @@ func TestLeftoverSnapshotAgainstBootTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logged []string
-			next := &Tuner{Host: host, Profile: prof, Log: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
+			next := &tuning.Tuner{Host: host, Profile: prof, Log: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
 			if _, err := next.Apply(context.Background(), state); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package local
+package start
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: Bencher{}, Sampler: hostmetrics.Sampler{},
+		r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: bench.Bencher{}, Sampler: hostmetrics.Sampler{},
 			Progress: sweeps.NewProgress(os.Stdout, false), Env: &sweeps.Environment{}}
 		if _, err := r.Run(context.Background()); err != nil {
 			fmt.Println("error:", err)
@@ -112,7 +113,7 @@ func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
 	}
 	defer st.Close()
 	calls := 0
-	r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: countingBench{Bencher{}, &calls}, Sampler: hostmetrics.Sampler{}}
+	r := &sweeps.Runner{Plan: p, Store: st, Servers: &Starter{}, Bench: countingBench{bench.Bencher{}, &calls}, Sampler: hostmetrics.Sampler{}}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
 }
 
 type countingBench struct {
-	Bencher
+	bench.Bencher
 	n *int
 }
 

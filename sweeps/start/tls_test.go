@@ -1,9 +1,10 @@
-package local
+package start
 
 import (
 	"testing"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 )
 
 // A campaign whose server serves TLS only (server.tls) plans and runs:
@@ -27,7 +28,7 @@ workload:
   duration: 1s
 `
 	p := plan(t, src, nil)
-	run := runAll(t, p, t.TempDir(), &Starter{}, Bencher{})
+	run := runAll(t, p, t.TempDir(), &Starter{}, bench.Bencher{})
 	if len(run.Sorted()) != 2 {
 		t.Fatalf("%d cells, want GET and SET", len(run.Sorted()))
 	}

@@ -1,4 +1,10 @@
-package local
+// Package bench is one bench on this host, as `linerate bench` runs it
+// once its flags are read (Run), or a campaign's runner in this process
+// (Bencher): the engine, the record finished (percentiles, ceiling notes)
+// and written with its HdrHistogram files, and the live lines a
+// coordinator reads back from a bench on another host. It knows the
+// schema and the engine, nothing of campaigns or hosts.
+package bench
 
 import (
 	"context"
@@ -10,25 +16,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/infra/atomicfile"
-	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/atomicfile"
 	"github.com/linerate/linerate/lab/engine"
 	"github.com/linerate/linerate/lab/fields"
+	"github.com/linerate/linerate/lab/exitcode"
+	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/lab/report"
-	"github.com/linerate/linerate/sweeps"
 )
 
 // BenchRun is `linerate bench` once its flags are read: wait for the start
 // time, run the engine in this process, finish the record (percentiles,
 // ceiling notes) and write it where asked. Its fields are the flags'.
 type BenchRun struct {
-	Workload    lab.Workload
-	Engine      engine.Options // Given, Progress, Live
-	StartAt     string         // Unix nanoseconds on this host's clock; "": at once
-	Ceiling     string         // a record of a run against linerate sink
-	HgrmDir     string         // where the HdrHistogram files go; "": none
-	JSON        string         // the record's file, "-" for Stdout; "": none
+	Workload lab.Workload
+	// Engine's Given, Progress, Live and MemAvailable (the caller's
+	// reader of this host's free memory: infra/kernel's, from cmd).
+	Engine      engine.Options
+	StartAt     string // Unix nanoseconds on this host's clock; "": at once
+	Ceiling     string // a record of a run against linerate sink
+	HgrmDir     string // where the HdrHistogram files go; "": none
+	JSON        string // the record's file, "-" for Stdout; "": none
 	Percentiles lab.Percentiles
 	// Stdout gets the summary, or the record when JSON is "-" (the
 	// summary then goes to Stderr).
@@ -63,22 +71,19 @@ func (b *BenchRun) Check(now time.Time) error {
 	return nil
 }
 
-// Run waits, runs and writes. code is the exit code (lab.Exit*: the
+// Run waits, runs and writes. code is the exit code (lab/exitcode: the
 // record's own, or that of what stopped it first), err the line to say,
 // if any. The record is written in every case past the wait.
 func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	if err := lab.WaitUntil(ctx, b.start); err != nil {
-		return lab.ExitInterrupted, errors.New("interrupted while waiting for --start-at")
-	}
-	if b.Engine.MemAvailable == nil {
-		b.Engine.MemAvailable = kernel.FS{}.MemAvailable
+		return exitcode.Interrupted, errors.New("interrupted while waiting for --start-at")
 	}
 	res, err := engine.Run(ctx, b.Workload, b.Engine)
 	if res == nil {
 		if errors.As(err, new(*fields.FieldError)) {
-			return lab.ExitUsage, err
+			return exitcode.Usage, err
 		}
-		return lab.ExitSetupFailed, err
+		return exitcode.SetupFailed, err
 	}
 	if aerr := res.AddPercentiles(b.Percentiles); aerr != nil {
 		res.Notes = append(res.Notes, "percentiles: "+aerr.Error())
@@ -95,13 +100,13 @@ func (b *BenchRun) Run(ctx context.Context) (code int, err error) {
 	}
 	if b.JSON != "" {
 		if werr := b.writeRecord(res); werr != nil {
-			return lab.ExitErrors, fmt.Errorf("write record: %w", werr)
+			return exitcode.Errors, fmt.Errorf("write record: %w", werr)
 		}
 	}
 	if b.HgrmDir != "" {
-		paths, werr := sweeps.WriteHDRFiles(b.HgrmDir, res.RunID, res)
+		paths, werr := hdrfile.WriteFiles(b.HgrmDir, res.RunID, res)
 		if werr != nil {
-			return lab.ExitErrors, fmt.Errorf("--hgrm-dir: %w", werr)
+			return exitcode.Errors, fmt.Errorf("--hgrm-dir: %w", werr)
 		}
 		if len(paths) > 0 {
 			fmt.Fprintf(summary, "hdr       %s\n", strings.Join(paths, " "))

@@ -1,8 +1,9 @@
-package local
+package start
 
 import (
 	"context"
 	"fmt"
+	"github.com/linerate/linerate/lab/bench"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ workload:
   duration: 3s
 `
 			dir := t.TempDir()
-			run := runAll(t, plan(t, src, nil), dir, &Starter{Install: true}, Bencher{})
+			run := runAll(t, plan(t, src, nil), dir, &Starter{Install: true}, bench.Bencher{})
 			if info := run.Env.Servers[0].Info; info["config:appendonly"] != "yes" || info["config:appendfsync"] != "always" || info["config:save"] != "" {
 				t.Errorf("the server runs with appendonly %q, appendfsync %q, save %q", info["config:appendonly"], info["config:appendfsync"], info["config:save"])
 			}
@@ -99,7 +100,7 @@ workload:
   rate: 50
   duration: 2s
 `
-			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, Bencher{})
+			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, bench.Bencher{})
 			rec := run.Sorted()[0]
 			var forks int64
 			latest := int64(0)
@@ -154,7 +155,7 @@ workload:
   prefill: true
   duration: 1s
 `
-			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, Bencher{})
+			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, bench.Bencher{})
 			rec := run.Sorted()[0]
 			m := rec.Memory
 			if m == nil || m.BeforePrefill == nil || m.AfterPrefill == nil || m.AfterCell == nil {

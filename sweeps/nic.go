@@ -1,4 +1,4 @@
-package local
+package sweeps
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"sync"
 
 	"github.com/linerate/linerate/infra/nicstats"
-	"github.com/linerate/linerate/sweeps"
 )
 
 // NIC reads one interface's driver counters in this process
-// (sweeps.NICSource): the interface carrying Addr, or the one named Name,
+// (a NICSource): the interface carrying Addr, or the one named Name,
 // inside the network namespace Do enters (netns.Host.Do; nil: this
 // process's own). The ioctl socket is opened in there once and read from
 // anywhere after; Close closes it.
@@ -23,7 +22,7 @@ type NIC struct {
 
 	mu   sync.Mutex
 	eth  *nicstats.Ethtool
-	info sweeps.NICInfo
+	info NICInfo
 }
 
 // open finds the interface and opens the socket, inside the namespace;
@@ -36,7 +35,7 @@ func (n *NIC) open() error {
 	if do == nil {
 		do = func(f func() error) error { return f() }
 	}
-	info := sweeps.NICInfo{Host: n.Host, Interface: n.Name}
+	info := NICInfo{Host: n.Host, Interface: n.Name}
 	var eth *nicstats.Ethtool
 	err := do(func() error {
 		var err error
@@ -65,11 +64,11 @@ func (n *NIC) open() error {
 }
 
 // NIC names the host's interface, its driver and MTU.
-func (n *NIC) NIC(ctx context.Context) (sweeps.NICInfo, error) {
+func (n *NIC) NIC(ctx context.Context) (NICInfo, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.open(); err != nil {
-		return sweeps.NICInfo{Host: n.Host}, err
+		return NICInfo{Host: n.Host}, err
 	}
 	return n.info, nil
 }
@@ -98,16 +97,4 @@ func (n *NIC) Close() error {
 	err := n.eth.Close()
 	n.eth = nil
 	return err
-}
-
-// Watched keeps the counters nicstats.Watched keeps: what an agent sends
-// back, a few dozen of ENA's thousand.
-func Watched(c nicstats.Counters) nicstats.Counters {
-	out := nicstats.Counters{}
-	for k, v := range c {
-		if nicstats.Watched(k) {
-			out[k] = v
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package local
+package bench
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 const LiveLinePrefix = "live "
 
 // LiveLines writes each tick as one line on w (`bench --live-json`), for
-// a coordinator that runs the bench on another host: a HostBencher reads
+// a coordinator that runs the bench on another host: SplitLive reads
 // them back.
 func LiveLines(w io.Writer) func(*lab.Live) {
 	var mu sync.Mutex
@@ -30,8 +30,14 @@ func LiveLines(w io.Writer) func(*lab.Live) {
 	}
 }
 
-// liveWriter splits a remote bench's stderr: live lines go to live, the
-// rest to rest (kept for error messages).
+// SplitLive is what a coordinator hands a remote bench's stderr: each
+// live line (LiveLines) goes to live as one tick, the rest to rest (kept
+// for error messages).
+func SplitLive(live func(*lab.Live), rest io.Writer) io.Writer {
+	return &liveWriter{live: live, rest: rest}
+}
+
+// liveWriter is SplitLive's writer.
 type liveWriter struct {
 	live func(*lab.Live)
 	rest io.Writer

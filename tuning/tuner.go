@@ -1,4 +1,4 @@
-package local
+package tuning
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/sweeps"
-	"github.com/linerate/linerate/tuning"
+	"github.com/linerate/linerate/lab/atomicfile"
 )
 
 // SnapshotFile is the name of the snapshot a Tuner keeps in its state
@@ -24,30 +23,30 @@ const SnapshotFile = "tuning-snapshot.json"
 // run, checks it before each cell (sweeps.TuningCheck) and reverts it. The
 // local provider and every agent tune through it.
 type Tuner struct {
-	Host    tuning.Host
-	Profile tuning.Profile
+	Host    Host
+	Profile Profile
 	// Log hears what became of a snapshot an earlier run left; nil is
 	// silent.
 	Log func(format string, args ...any)
 
-	snap *tuning.Snapshot
+	snap *Snapshot
 	file string // the snapshot kept on disk until Revert
 }
 
 // LoadProfile finds a campaign's profile: NAME is a file path, or a name
 // looked up as DIR/NAME.yaml.
-func LoadProfile(name, dir string) (tuning.Profile, string, error) {
+func LoadProfile(name, dir string) (Profile, string, error) {
 	path := name
 	if !strings.ContainsAny(name, `/\`) && !strings.HasSuffix(name, ".yaml") {
 		path = filepath.Join(dir, name+".yaml")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return tuning.Profile{}, path, fmt.Errorf("tuning profile %q: %w", name, err)
+		return Profile{}, path, fmt.Errorf("tuning profile %q: %w", name, err)
 	}
-	p, err := tuning.ParseProfile(data)
+	p, err := ParseProfile(data)
 	if err != nil {
-		return tuning.Profile{}, path, fmt.Errorf("%s: %w", path, err)
+		return Profile{}, path, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, path, nil
 }
@@ -60,13 +59,13 @@ func LoadProfile(name, dir string) (tuning.Profile, string, error) {
 // the ones a revert restores. "" keeps nothing on disk.
 func (t *Tuner) Apply(ctx context.Context, stateDir string) (json.RawMessage, error) {
 	t.file = ""
-	save := func(tuning.Snapshot) error { return nil }
+	save := func(Snapshot) error { return nil }
 	if stateDir != "" {
 		t.file = filepath.Join(stateDir, SnapshotFile)
 		if err := revertLeftover(ctx, t.Host, t.file, t.Log); err != nil {
 			return nil, err
 		}
-		save = func(s tuning.Snapshot) error {
+		save = func(s Snapshot) error {
 			b, err := json.Marshal(s)
 			if err != nil {
 				return err
@@ -74,14 +73,14 @@ func (t *Tuner) Apply(ctx context.Context, stateDir string) (json.RawMessage, er
 			if err := os.MkdirAll(stateDir, 0o755); err != nil {
 				return err
 			}
-			return sweeps.WriteFileAtomic(t.file, b)
+			return atomicfile.Write(t.file, b)
 		}
 	}
-	snap, rep, err := tuning.ApplyWith(ctx, t.Host, t.Profile, save)
+	snap, rep, err := ApplyWith(ctx, t.Host, t.Profile, save)
 	if err != nil {
 		// Apply rolled back; the file goes only if the host is back to it.
 		if t.file != "" && snap.Version != 0 {
-			if now, cerr := tuning.CaptureLike(context.WithoutCancel(ctx), t.Host, snap); cerr == nil && reflect.DeepEqual(now, snap.State) {
+			if now, cerr := CaptureLike(context.WithoutCancel(ctx), t.Host, snap); cerr == nil && reflect.DeepEqual(now, snap.State) {
 				os.Remove(t.file)
 			}
 		}
@@ -96,7 +95,7 @@ func (t *Tuner) Apply(ctx context.Context, stateDir string) (json.RawMessage, er
 
 // Verify implements sweeps.TuningCheck.
 func (t *Tuner) Verify(ctx context.Context) (json.RawMessage, int, error) {
-	rep, err := tuning.Verify(ctx, t.Host, t.Profile)
+	rep, err := Verify(ctx, t.Host, t.Profile)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -111,7 +110,7 @@ func (t *Tuner) Revert(ctx context.Context) error {
 	if t.snap == nil {
 		return nil
 	}
-	if err := tuning.Revert(ctx, t.Host, *t.snap); err != nil {
+	if err := Revert(ctx, t.Host, *t.snap); err != nil {
 		return fmt.Errorf("revert tuning: %w", err)
 	}
 	t.snap = nil
@@ -129,7 +128,7 @@ func (t *Tuner) Revert(ctx context.Context) error {
 // host's last boot is dropped, not reverted: the reboot reset what it
 // changed (and may have renumbered the IRQs), and restoring it now would
 // undo the operator's settings.
-func revertLeftover(ctx context.Context, h tuning.Host, path string, log func(string, ...any)) error {
+func revertLeftover(ctx context.Context, h Host, path string, log func(string, ...any)) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -137,10 +136,10 @@ func revertLeftover(ctx context.Context, h tuning.Host, path string, log func(st
 	if err != nil {
 		return fmt.Errorf("leftover tuning snapshot: %w", err)
 	}
-	var snap tuning.Snapshot
-	if err := json.Unmarshal(b, &snap); err != nil || snap.Version != tuning.SnapshotVersion {
+	var snap Snapshot
+	if err := json.Unmarshal(b, &snap); err != nil || snap.Version != SnapshotVersion {
 		if err == nil {
-			err = fmt.Errorf("version %d, this linerate reads version %d", snap.Version, tuning.SnapshotVersion)
+			err = fmt.Errorf("version %d, this linerate reads version %d", snap.Version, SnapshotVersion)
 		}
 		return fmt.Errorf("leftover tuning snapshot %s: %w (revert by hand: linerate tune revert --snapshot %s, then delete it)", path, err, path)
 	}
@@ -151,7 +150,7 @@ func revertLeftover(ctx context.Context, h tuning.Host, path string, log func(st
 		log("tuning: %s predates the last boot; dropped, not reverted", path)
 		return os.Remove(path)
 	}
-	if err := tuning.Revert(ctx, h, snap); err != nil {
+	if err := Revert(ctx, h, snap); err != nil {
 		return fmt.Errorf("revert the leftover tuning snapshot %s: %w (if the host was reconfigured since, delete it)", path, err)
 	}
 	log("tuning: reverted the tuning an earlier run left (%s)", path)
@@ -159,9 +158,9 @@ func revertLeftover(ctx context.Context, h tuning.Host, path string, log func(st
 }
 
 // bootTime is when the host last booted; false when its root does not
-// say (a fixture tree without /proc/stat). A tuning.FS reads it through
+// say (a fixture tree without /proc/stat). An FS reads it through
 // the kernel.FS it is or wraps (kernel.FS.BootTime).
-func bootTime(f tuning.FS) (time.Time, bool) {
+func bootTime(f FS) (time.Time, bool) {
 	k, ok := f.(interface{ BootTime() (time.Time, error) })
 	if !ok {
 		return time.Time{}, false

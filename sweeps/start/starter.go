@@ -1,12 +1,11 @@
-// Package local is what runs a campaign's pieces on this machine, for the
-// sweeps runner: the Starter (infra's launchers start campaign versions:
-// store selectors, binary paths, images, the latter watched), the
-// in-process Bencher, BenchRun (`linerate bench` once its flags are read)
-// and the HostBencher (a bench on a host of a pair),
-// the Tuner (a profile applied for a run, its snapshot kept until the
-// revert, a killed run's leftover reverted first) and orphan reaping. A
-// coordinator uses them here, and a `linerate agent` on each remote host.
-package local
+// Package start starts the server versions of a plan with infra's
+// launchers: it resolves a version spec to the exact version cell IDs
+// name (store selectors, binary paths, images), starts it with the
+// campaign's server settings (an image watched, so a killed starter
+// leaves no container) and answers for it while it runs; ReapOrphans
+// stops what a killed runner's servers left. A coordinator starts its
+// servers here, and a `linerate agent` on each remote host.
+package start
 
 import (
 	"context"
@@ -312,7 +311,7 @@ func (r *running) watch() {
 func (r *running) Addr() (string, int) { return r.host, r.port }
 
 // BenchTLS implements sweeps.TLSServer: the run's CA (a file on the host
-// that started the server; HostBencher ships it to a bench elsewhere)
+// that started the server; hostbench.HostBencher ships it to a bench elsewhere)
 // and the name the server certificate holds.
 func (r *running) BenchTLS() lab.TLS {
 	t := r.srv.Facts().TLS

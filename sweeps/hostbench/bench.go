@@ -1,4 +1,9 @@
-package local
+// Package hostbench runs a cell's load as `linerate bench` on the client
+// hosts of a pair, as the design has it (the coordinator never measures):
+// HostBencher on one host, HostsBencher on several at one moment, their
+// records merged. It reads the bench's record from its stdout and its live
+// lines (lab/bench) from its stderr.
+package hostbench
 
 import (
 	"bytes"
@@ -11,28 +16,10 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/infra"
-	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/lab/engine"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/lab/fields"
 )
-
-// Bencher runs cells with lab.Run in this process.
-type Bencher struct {
-	RunID func(w lab.Workload) string // optional run IDs
-	Live  func(*lab.Live)             // optional: each tick of the run (engine.Options.Live)
-}
-
-// Bench implements sweeps.Bencher. lab.Run marks the window's edges, so
-// the runner's host snapshots cover exactly the measured window.
-func (b Bencher) Bench(ctx context.Context, w lab.Workload, mark func(lab.Phase)) (*lab.Result, error) {
-	opt := engine.Options{Given: append([]string{"linerate", "bench"}, fields.Args(w)...), OnPhase: mark, Live: b.Live,
-		MemAvailable: kernel.FS{}.MemAvailable}
-	if b.RunID != nil {
-		opt.RunID = b.RunID(w)
-	}
-	return engine.Run(ctx, w, opt)
-}
 
 // HostBencher runs each cell's load as `linerate bench --json -` on the
 // client host of a provider's pair (a network namespace, an SSH host), as
@@ -66,7 +53,7 @@ func (b HostBencher) Bench(ctx context.Context, w lab.Workload, _ func(lab.Phase
 	var stderr io.Writer = &errb
 	if b.Live != nil {
 		argv = append(argv, "--live-json")
-		stderr = &liveWriter{live: b.Live, rest: &errb}
+		stderr = bench.SplitLive(b.Live, &errb)
 	}
 	// A bound even when the connection dies silently: the window, plus
 	// room for the prefill and the drain (each request has its own

@@ -1,4 +1,4 @@
-package local
+package start
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/linerate/linerate/infra/launch"
 	"github.com/linerate/linerate/infra/servers/serverstest"
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/bench"
 	"github.com/linerate/linerate/lab/cluster"
 	"github.com/linerate/linerate/lab/resp"
 	"github.com/linerate/linerate/sweeps"
@@ -37,7 +38,7 @@ workload:
   duration: 1s
 `, nil)
 	dir := t.TempDir()
-	run := runAll(t, p, dir, &Starter{}, Bencher{})
+	run := runAll(t, p, dir, &Starter{}, bench.Bencher{})
 	for _, rec := range run.Sorted() {
 		res := rec.Result
 		if !rec.Workload.Cluster || res.Cluster == nil || len(res.Cluster.Nodes) != 3 {

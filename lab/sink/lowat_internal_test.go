@@ -108,3 +108,44 @@ func lowatOf(t *testing.T, sc *sinkConn) (v int) {
 	})
 	return v
 }
+
+// A payload already whole in the socket when its drop starts leaves the
+// mark at one byte too: the next request, a few bytes, must wake the
+// sink. (Dropped in one call, it once left the mark at RecvLowat, and a
+// GET after a SET waited out the bench's request timeout.)
+func TestDropOfAPayloadAlreadyInLeavesTheMarkAtOne(t *testing.T) {
+	eachDrop(t, func(t *testing.T, cl net.Conn, sc *sinkConn) {
+		const n = rawsock.RecvLowat + 1000
+		_ = sc.raw.Control(func(fd uintptr) { // room for it all
+			if err := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4*n); err != nil {
+				t.Error(err)
+			}
+		})
+		if _, err := cl.Write(make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(5 * time.Second); queued(t, sc) < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%d of the %d bytes written reached the sink's socket", queued(t, sc), n)
+			}
+		}
+		if err := sc.drop(n); err != nil {
+			t.Fatal(err)
+		}
+		if got := lowatOf(t, sc); got > 1 {
+			t.Errorf("SO_RCVLOWAT %d after the drop, want 1", got)
+		}
+	})
+}
+
+// queued is how many bytes wait in sc's socket's receive queue.
+func queued(t *testing.T, sc *sinkConn) (v int) {
+	t.Helper()
+	_ = sc.raw.Control(func(fd uintptr) {
+		var err error
+		if v, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ); err != nil {
+			t.Error(err)
+		}
+	})
+	return v
+}

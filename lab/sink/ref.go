@@ -61,13 +61,11 @@ func (r *refSend) close(raw syscall.RawConn) {
 	r.pipe.Close()
 }
 
-// spliceAll sends b by reference, yielding between splices as send does
-// between writes.
+// spliceAll sends b by reference.
 func (sc *sinkConn) spliceAll(b []byte) error {
 	r := &sc.ref
 	r.left, r.chunk = b, sc.s.sendChunk()
 	for len(r.left) > 0 || r.piped > 0 {
-		sc.yield()
 		if err := sc.raw.Write(r.call); err != nil {
 			return err
 		}

@@ -68,6 +68,17 @@ type Server struct {
 	// the first connection and never again, so no page is written while
 	// the kernel holds a reference to it.
 	Send lab.Send
+	// Threads is how many connections are served at once each on an OS
+	// thread of its own, outside Go's netpoller (thread.go); the rest on
+	// Go's netpoller. Zero: DefaultThreads; negative: none.
+	Threads int
+	// procs is GOMAXPROCS when Serve started; onThreads counts the
+	// connections on threads of their own (thread.go), live holds those
+	// whose sockets are open.
+	threadMu  sync.Mutex
+	procs     int
+	onThreads int
+	live      map[*threadConn]struct{}
 	// open counts the connections being served, for sendChunk.
 	open atomic.Int32
 	// hot is Link's block, made at the first connection.
@@ -120,8 +131,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	var wg sync.WaitGroup
 	conns := map[net.Conn]struct{}{}
 	var mu sync.Mutex
+	// stop ends the connections on threads of their own, whose sockets
+	// Go's Close no longer reaches.
+	var stop atomic.Bool
+	s.procs = runtime.GOMAXPROCS(0)
 	go func() {
 		<-ctx.Done()
+		stop.Store(true)
+		s.shutThreads()
 		l.Close()
 		mu.Lock()
 		for c := range conns {
@@ -144,7 +161,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = s.serveConn(c)
+			_ = s.serveConn(c, &stop)
 			c.Close()
 			mu.Lock()
 			delete(conns, c)
@@ -154,22 +171,26 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 }
 
 type sinkConn struct {
-	s     *Server
-	c     net.Conn
+	s *Server
+	// raw is the socket: Go's (the netpoller waits), or th, its own
+	// thread's (thread.go). Every read and write is a raw call through it.
 	raw   syscall.RawConn
+	th    *threadConn // nil: on Go's netpoller
 	r     *bufio.Reader
+	in    rawReader // what r reads from
 	args  [][]byte
 	bufs  net.Buffers
 	batch net.Buffers // one send call's part of bufs
-	out   net.Buffers // what WriteTo consumes of batch
+	out   net.Buffers // what is left of batch to write
+	iov   []unix.Iovec
+	wrote int // the last writev's bytes
+	werr  error
 	reply []byte
 	hdr   [lab.ValueHeaderLen]byte
 	tail  [lab.ValueTrailerLen + 2]byte
 	// sent is the bytes written on the connection: where the next
 	// reply's bytes start in the stream, for Link's alignment.
 	sent int64
-	// yielded is when the goroutine last yielded (yield).
-	yielded time.Time
 	// lowat is the socket's SO_RCVLOWAT as wakeFor set it; 0 is the
 	// kernel's 1. lowatWant is what setLowat sets.
 	lowat, lowatWant int
@@ -178,8 +199,9 @@ type sinkConn struct {
 	dropGot  int
 	dropErr  error
 	// Method values made once: one made per call escapes to the heap.
-	setLowat func(uintptr)
-	dropCall func(uintptr) bool
+	setLowat  func(uintptr)
+	dropCall  func(uintptr) bool
+	writeCall func(uintptr) bool
 	// copyDrop reads SET payloads into user space and throws them away
 	// instead of dropping them in the kernel: LINERATE_NO_MSG_TRUNC=1, the
 	// bench's own switch, so both ends copy as iperf3 and servers do (the
@@ -188,16 +210,20 @@ type sinkConn struct {
 	ref      refSend // GET bodies by reference (ref.go); pipe nil: copied
 }
 
-func (s *Server) serveConn(c net.Conn) error {
-	sc, err := s.newConn(c)
+// serveConn serves c on a thread of its own while the bound allows
+// (thread.go), else on Go's netpoller, until the client leaves or stop.
+func (s *Server) serveConn(c net.Conn, stop *atomic.Bool) error {
+	sc, err := s.onThread(c, stop)
+	if sc == nil && err == nil {
+		sc, err = s.newConn(c)
+	}
 	if err != nil {
 		return err
 	}
-	defer sc.ref.close(sc.raw)
+	defer sc.close()
 	s.open.Add(1)
 	defer s.open.Add(-1)
 	for {
-		sc.yield()
 		if err := sc.serveOne(); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return nil
@@ -207,7 +233,7 @@ func (s *Server) serveConn(c net.Conn) error {
 	}
 }
 
-// newConn sets up one connection's state.
+// newConn sets up one connection's state on Go's netpoller.
 func (s *Server) newConn(c net.Conn) (*sinkConn, error) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -217,6 +243,11 @@ func (s *Server) newConn(c net.Conn) (*sinkConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.connOn(raw)
+}
+
+// connOn sets up one connection's state on raw.
+func (s *Server) connOn(raw syscall.RawConn) (*sinkConn, error) {
 	if s.Link {
 		s.hotOnce.Do(func() {
 			// 64 bytes spare, to start the block at any offset within
@@ -233,12 +264,23 @@ func (s *Server) newConn(c net.Conn) (*sinkConn, error) {
 		// 14.7-18.6 Gbit/s, 128 KiB 20.4-21.5, 256 KiB 18.4-19.3, 1 MiB 15.
 		rsize = 256 << 10
 	}
-	sc := &sinkConn{s: s, c: c, raw: raw, r: bufio.NewReaderSize(c, rsize), reply: make([]byte, 0, 64), copyDrop: copyDrop}
-	sc.setLowat, sc.dropCall = sc.setLowatOnce, sc.dropOnce
+	sc := &sinkConn{s: s, raw: raw, reply: make([]byte, 0, 64), copyDrop: copyDrop}
+	sc.in.open(raw)
+	sc.r = bufio.NewReaderSize(&sc.in, rsize)
+	sc.setLowat, sc.dropCall, sc.writeCall = sc.setLowatOnce, sc.dropOnce, sc.writeOnce
 	if err := sc.ref.open(s.Send); err != nil {
 		return nil, err
 	}
 	return sc, nil
+}
+
+// close lets go of the connection's pipe and, on a thread of its own,
+// of its socket and thread; Serve closes Go's.
+func (sc *sinkConn) close() {
+	sc.ref.close(sc.raw)
+	if sc.th != nil {
+		sc.s.closeThread(sc.th)
+	}
 }
 
 // readLine reads one CRLF-terminated line.
@@ -314,21 +356,22 @@ func (sc *sinkConn) drop(n int64) error {
 		n -= k
 	}
 	for sc.copyDrop && n > 0 {
-		sc.yield()
 		sc.wakeFor(n)
 		// bufio waits inside Discard without asking again: a piece that
-		// leaves the low mark's worth, and at most a MiB, so the loop
-		// yields as often as a send does.
-		got, err := sc.r.Discard(int(min(rawsock.ChunkBefore(n), 1<<20)))
+		// leaves the low mark's worth.
+		got, err := sc.r.Discard(int(rawsock.ChunkBefore(n)))
 		n -= int64(got)
 		if err != nil {
 			return err
 		}
 	}
 	for n > 0 {
-		sc.yield()
 		sc.wakeFor(n)
-		sc.dropLeft = n
+		// A piece that leaves the low mark's worth, as the copying drop
+		// takes: dropped whole in one call, the payload's end left the
+		// mark at RecvLowat, and the next request (a few bytes) woke
+		// nobody: a GET after a SET waited for the bench's timeout.
+		sc.dropLeft = rawsock.ChunkBefore(n)
 		if err := sc.raw.Read(sc.dropCall); err != nil {
 			return err
 		}
@@ -377,11 +420,12 @@ func (sc *sinkConn) setLowatOnce(fd uintptr) {
 	}
 }
 
+// simple answers s and CRLF, copied: the reply buffer is written again
+// for the next reply, so it never goes by reference.
 func (sc *sinkConn) simple(s string) error {
 	sc.reply = append(append(sc.reply[:0], s...), "\r\n"...)
-	n, err := sc.c.Write(sc.reply)
-	sc.sent += int64(n)
-	return err
+	sc.bufs = append(sc.bufs[:0], sc.reply)
+	return sc.send(false)
 }
 
 func (sc *sinkConn) dispatch(dropped int64) error {
@@ -440,16 +484,16 @@ func (sc *sinkConn) get(key []byte) error {
 	default:
 		sc.bufs = append(sc.bufs, sc.reply, l.Body[:l.Size], crlf)
 	}
-	return sc.send()
+	return sc.send(true)
 }
 
-// send writes sc.bufs in vectored writes of at most rawsock.SendChunk
-// bytes each (why: SendChunk's comment), a body by reference when the
-// connection sends so (ref.go). It cuts sc.bufs as it goes.
-func (sc *sinkConn) send() error {
+// send writes sc.bufs in vectored writes of at most sendChunk bytes
+// each, a body by reference when byRef and the connection sends so
+// (ref.go). It cuts sc.bufs as it goes.
+func (sc *sinkConn) send(byRef bool) error {
 	bufs := sc.bufs
 	for len(bufs) > 0 {
-		if sc.ref.takes(bufs[0]) {
+		if byRef && sc.ref.takes(bufs[0]) {
 			if err := sc.spliceAll(bufs[0]); err != nil {
 				return err
 			}
@@ -457,27 +501,100 @@ func (sc *sinkConn) send() error {
 			continue
 		}
 		batch, room := sc.batch[:0], sc.s.sendChunk()
-		for len(bufs) > 0 && room > 0 && !sc.ref.takes(bufs[0]) {
+		for len(bufs) > 0 && room > 0 && len(batch) < maxIov && !(byRef && sc.ref.takes(bufs[0])) {
 			b := bufs[0]
 			if len(b) > room {
 				batch, bufs[0] = append(batch, b[:room]), b[room:]
 				break
 			}
-			batch, room = append(batch, b), room-len(b)
+			if len(b) > 0 {
+				batch, room = append(batch, b), room-len(b)
+			}
 			bufs = bufs[1:]
 		}
 		sc.batch = batch
-		sc.yield()
-		// WriteTo consumes the header it is given, and a local one would
-		// escape to the heap on every call: a field, reset each time.
-		sc.out = batch
-		n, err := sc.out.WriteTo(sc.c)
-		sc.sent += n
-		if err != nil {
+		if err := sc.write(batch); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// maxIov is the most buffers one writev takes (the kernel's IOV_MAX).
+const maxIov = 1024
+
+// write writes batch whole, one writev at a time.
+func (sc *sinkConn) write(batch net.Buffers) error {
+	// A field, not a local: the callback reads it, and a local would
+	// escape to the heap on every call.
+	sc.out = batch
+	for len(sc.out) > 0 {
+		if err := sc.raw.Write(sc.writeCall); err != nil {
+			return err
+		}
+		if sc.werr != nil {
+			return fmt.Errorf("sink writev: %w", sc.werr)
+		}
+		sc.sent += int64(sc.wrote)
+		for n := sc.wrote; n > 0; {
+			if n < len(sc.out[0]) {
+				sc.out[0] = sc.out[0][n:]
+				break
+			}
+			n -= len(sc.out[0])
+			sc.out = sc.out[1:]
+		}
+	}
+	return nil
+}
+
+// writeOnce writes what is left of sc.out in one writev: sc.writeCall,
+// what raw.Write calls again until the socket takes something.
+func (sc *sinkConn) writeOnce(fd uintptr) bool {
+	iov := sc.iov[:0]
+	for _, b := range sc.out {
+		iov = append(iov, unix.Iovec{})
+		rawsock.SetIov(&iov[len(iov)-1], b)
+	}
+	sc.iov = iov
+	sc.wrote, sc.werr = rawsock.Writev(int(fd), iov)
+	return !rawsock.IsAgain(sc.werr)
+}
+
+// rawReader reads the socket through its RawConn with raw calls, on
+// either kind of connection: the connection's bufio.Reader reads it.
+type rawReader struct {
+	raw  syscall.RawConn
+	p    []byte
+	n    int
+	err  error
+	call func(uintptr) bool // readOnce, made once: a method value per call escapes
+}
+
+func (r *rawReader) open(raw syscall.RawConn) { r.raw, r.call = raw, r.readOnce }
+
+// Read reads into p what the socket has, waiting for something.
+func (r *rawReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.p = p
+	err := r.raw.Read(r.call)
+	r.p = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case r.err != nil:
+		return 0, fmt.Errorf("sink read: %w", r.err)
+	case r.n == 0:
+		return 0, io.EOF
+	}
+	return r.n, nil
+}
+
+func (r *rawReader) readOnce(fd uintptr) bool {
+	r.n, r.err = rawsock.Read(int(fd), r.p)
+	return !rawsock.IsAgain(r.err)
 }
 
 var crlf = []byte("\r\n")
@@ -498,22 +615,6 @@ func (s *Server) sendChunk() int {
 
 // wholeReply bounds a send call by nothing but the reply.
 const wholeReply = 1 << 30
-
-// yieldEvery is how long a connection's goroutine runs before it yields.
-const yieldEvery = 2 * time.Millisecond
-
-// yield lets the scheduler start a new time slice once yieldEvery has
-// passed. Go's net writes and reads are system calls the scheduler is told
-// of; a goroutine found in one past its 10 ms slice has its P taken back
-// by the runtime's monitor, which then polls every 20 µs for a while (the
-// cost: rawsock's package comment). A slice that never runs out is never
-// taken back. Gosched on a goroutine alone on its P returns at once.
-func (sc *sinkConn) yield() {
-	if now := time.Now(); now.Sub(sc.yielded) >= yieldEvery {
-		runtime.Gosched()
-		sc.yielded = now
-	}
-}
 
 // linkBody appends size bytes of the hot block to the reply's buffers,
 // the first at stream offset pos: each starts at the block's offset whose

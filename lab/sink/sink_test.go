@@ -139,27 +139,38 @@ func getValue(t *testing.T, r *bufio.Reader, c net.Conn, key string) []byte {
 // A sink for a mix serves every key at the size the mix gives it (the
 // probe's keys at the probe's size), and each value verifies as the bench
 // checks it: copied, or its body spliced by reference; with one
-// connection (replies sent 128 KiB a call) and beside a second (whole).
+// connection (replies sent 128 KiB a call) and beside a second (whole);
+// on a thread of its own (the default), on Go's netpoller (Threads -1),
+// and on the netpoller beside one on a thread (Threads 1, 2 connections).
 func TestSinkServesEachKeyAtItsSize(t *testing.T) {
 	for _, tc := range []struct {
-		send  lab.Send
-		conns int
-	}{{lab.SendAuto, 1}, {lab.SendSplice, 1}, {lab.SendAuto, 2}, {lab.SendSplice, 2}} {
-		t.Run(fmt.Sprintf("%s/%d", tc.send, tc.conns), func(t *testing.T) { checkEveryKey(t, tc.send, tc.conns) })
+		send           lab.Send
+		conns, threads int
+	}{
+		{lab.SendAuto, 1, 0}, {lab.SendSplice, 1, 0}, {lab.SendAuto, 2, 0}, {lab.SendSplice, 2, 0},
+		{lab.SendAuto, 1, -1}, {lab.SendSplice, 1, -1}, {lab.SendAuto, 2, -1}, {lab.SendSplice, 2, -1},
+		{lab.SendAuto, 2, 1}, {lab.SendSplice, 2, 1},
+	} {
+		t.Run(fmt.Sprintf("%s/%d/threads=%d", tc.send, tc.conns, tc.threads), func(t *testing.T) {
+			checkEveryKey(t, tc.send, tc.conns, tc.threads)
+		})
 	}
 }
 
-func checkEveryKey(t *testing.T, send lab.Send, conns int) {
+func checkEveryKey(t *testing.T, send lab.Send, conns, threads int) {
 	mix, err := lab.ParseSizeMix("4KiB:1,64KiB:1,1MiB:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const seed, keys = 5, 12
 	s := sink.New(mix, seed, keys, 100)
-	s.Send = send
+	s.Send, s.Threads = send, threads
 	addr := serve(t, s)
 	for i := 1; i < conns; i++ {
-		dial(t, addr) // open beside: the replies go whole
+		// Open beside (the replies go whole), and served first (it has
+		// the thread when there is one).
+		b := dial(t, addr)
+		pong(t, bufio.NewReader(b), b)
 	}
 	c := dial(t, addr)
 	r := bufio.NewReader(c)
@@ -189,6 +200,50 @@ func checkEveryKey(t *testing.T, send lab.Send, conns int) {
 	}
 	if line, err := r.ReadString('\n'); err != nil || line != ":"+strconv.Itoa(keys+lab.ProbeKeys)+"\r\n" {
 		t.Errorf("DBSIZE answered %q, %v; want the keys and the probe's", line, err)
+	}
+}
+
+// pong sends PING on c and requires +PONG.
+func pong(t *testing.T, r *bufio.Reader, c net.Conn) {
+	t.Helper()
+	if _, err := io.WriteString(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("PING answered %q, %v", line, err)
+	}
+}
+
+// A connection on a thread of its own that sits idle (past the thread's
+// bounded waits, asleep on its socket) answers when its client writes
+// again, and the sink's stop ends it: Serve returns, and the client finds
+// the connection closed.
+func TestSinkIdleThreadConnectionWakesAndStops(t *testing.T) {
+	l, err := sink.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sink.New(lab.OneSize(4096), 1, 8, 0).Serve(ctx, l) }()
+	c := dial(t, l.Addr().String())
+	r := bufio.NewReader(c)
+	pong(t, r, c)
+	time.Sleep(200 * time.Millisecond) // four of the thread's waits: it sleeps on the socket
+	pong(t, r, c)
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return with an idle connection open")
+	}
+	if b, err := r.ReadByte(); err == nil {
+		t.Errorf("the connection still answers %q after the sink stopped", b)
 	}
 }
 

@@ -20,10 +20,10 @@ import (
 // Each wake-up takes a CPU the copies need. The raw engine's figure is
 // the reference: it makes its socket calls without waking Go's runtime
 // (lab/engine's TestGoRuntimeStaysAsleepWhileBytesMove holds it to a
-// bound); the sink parks its goroutine in Go's netpoller whenever the
-// socket is full, and how often moves with the machine's load (2-3 per
-// request alone, 15 beside another package's tests), so it is a figure
-// to improve here rather than a test.
+// bound). The sink serves a connection on a thread of its own outside
+// Go's netpoller (lab/sink/thread.go), as the engine does; how often its
+// other threads wake still moves with the machine's load, so it is a
+// figure to watch here rather than a test.
 func BenchmarkSinkWakeups(b *testing.B) {
 	results.guard(b, secWakeups, "sink wake-ups per request")
 	bin := labtest.Binary(b)

@@ -33,10 +33,9 @@ import (
 // slower or busier machine, which moves fewer requests, adds nothing
 // above the floor (197-198 a second beside another package's tests).
 //
-// The sink's own wake-ups move with the machine's load (its goroutine
-// parks in Go's netpoller whenever the socket is full: 2-3 per request
-// alone, 15 beside another package's tests), so they are a row of `make
-// bench`, not a test.
+// The sink's own wake-ups (its connections on threads of their own
+// outside Go's netpoller, up to Server.Threads) move with the machine's
+// load, so they are a row of `make bench`, not a test.
 func TestGoRuntimeStaysAsleepWhileBytesMove(t *testing.T) {
 	const floor, bound = 250, 0.5 // wake-ups a second; per request above the floor
 	bin := labtest.Binary(t)

@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/exitcode"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/sink"
 	"github.com/spf13/cobra"
 )

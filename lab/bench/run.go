@@ -19,8 +19,8 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/atomicfile"
 	"github.com/linerate/linerate/lab/engine"
-	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/exitcode"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/hdrfile"
 	"github.com/linerate/linerate/lab/report"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
-	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/exitcode"
+	"github.com/linerate/linerate/lab/fields"
 )
 
 // Options are the parts of a run that are not the workload.

@@ -12,8 +12,8 @@ import (
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/control"
 	"github.com/linerate/linerate/lab/engine"
-	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/exitcode"
+	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/tlsgen"
 )

@@ -78,7 +78,7 @@ func (r *Runner) measureCell(ctx context.Context, pv PlanVersion, srv RunningSer
 				iw.prefilled()
 			}
 		case lab.PhaseMeasure:
-			bg.windowOpened()
+			bg.windowOpened(w.Duration.D())
 		}
 		smp.mark(p)
 	}
@@ -86,6 +86,9 @@ func (r *Runner) measureCell(ctx context.Context, pv PlanVersion, srv RunningSer
 	var m cellMeasure
 	m.res, m.err = r.bench(watch.ctx, w, mark, rec)
 	asked, bgErrs := bg.finish()
+	if iw != nil {
+		iw.closeWindow() // the fork counters as the window closed, before anything else
+	}
 	rec.NIC = nics.finish(ctx, r, m.res)
 	smp.stop()
 	m.serverErr = watch.end(m.res != nil && m.res.Stop.Reason == lab.StopServerLost)

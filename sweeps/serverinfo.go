@@ -118,7 +118,8 @@ const keySample = 16
 // PersistenceSecond is the server's fork and rewrite activity in one
 // second of the measured window, numbered as the result's series are: a
 // p99 spike in second N of the bench lines up with a fork here. Samples
-// are taken every half second; a second holds what its samples saw.
+// are taken every half second; a second holds what its samples saw, and
+// the window's last second also the read taken as the bench returned.
 type PersistenceSecond struct {
 	Second int `json:"second"`
 	// Samples is how many INFO reads fell in the second.
@@ -209,13 +210,27 @@ func memoryRecord(before, afterPrefill, afterCell *MemorySample, valueSize int64
 // opened at start: second i holds the samples taken in [start+i,
 // start+i+1). Forks are counted against the sample before each, which may
 // be from before the window. A second no sample fell in is left out.
-func persistenceSeries(samples []InfoSample, start time.Time, seconds int) []PersistenceSecond {
+//
+// closing, when not nil, is the read taken as the bench returned, after
+// the window closed: it goes into the window's last second, so a fork
+// begun after the last read inside the window is still counted (two
+// reads a second can be late or missing on a starved client host; the
+// total_forks at the window's two edges cannot). Its forks may include
+// one the server's own schedule began in the moment between the window's
+// end and that read: the runner asks no BGSAVE so late (bgsaveDue).
+func persistenceSeries(samples []InfoSample, closing *InfoSample, start time.Time, seconds int) []PersistenceSecond {
 	var out []PersistenceSecond
 	var prevForks *int64
-	for _, smp := range samples {
+	if closing != nil && seconds > 0 {
+		samples = append(samples[:len(samples):len(samples)], *closing)
+	}
+	for k, smp := range samples {
 		forks := optInt(smp.Fields, "total_forks")
 		d := smp.At.Sub(start)
 		i := int(d / time.Second)
+		if closing != nil && k == len(samples)-1 && d >= 0 {
+			i = min(i, seconds-1)
+		}
 		if d < 0 || i >= seconds {
 			if d < 0 {
 				prevForks = forks
@@ -305,6 +320,8 @@ type infoWatch struct {
 	ctx     context.Context
 	mu      sync.Mutex
 	samples []InfoSample
+	// closing is the read taken as the bench returned (closeWindow).
+	closing *InfoSample
 	before  *MemorySample
 	prefill *MemorySample
 	// unsettled is why a read for the per-key figure was not of a
@@ -414,11 +431,35 @@ func (iw *infoWatch) prefilled() {
 	iw.mu.Unlock()
 }
 
+// closeWindow stops the fork reads and, when there were any, takes the
+// closing read: the fork counters as the window closed, whatever reads
+// inside it were late or missing. Called as the bench returns, after the
+// BGSAVEs stopped; finish calls it when the runner did not.
+func (iw *infoWatch) closeWindow() {
+	select {
+	case <-iw.stop:
+		return
+	default:
+	}
+	close(iw.stop)
+	<-iw.done
+	iw.mu.Lock()
+	watched := len(iw.samples) > 0
+	iw.mu.Unlock()
+	if !watched {
+		return
+	}
+	if s, err := iw.read(persistenceSections); err == nil {
+		iw.mu.Lock()
+		iw.closing = &s
+		iw.mu.Unlock()
+	}
+}
+
 // finish stops the fork reads, reads the memory after the cell and puts
 // both into rec, the forks cut to res's measured window.
 func (iw *infoWatch) finish(rec *CellRecord, res *lab.Result, w lab.Workload) {
-	close(iw.stop)
-	<-iw.done
+	iw.closeWindow()
 	after, why := iw.settled()
 	if why == "" {
 		why = iw.unsettled
@@ -437,7 +478,7 @@ func (iw *infoWatch) finish(rec *CellRecord, res *lab.Result, w lab.Workload) {
 		start = *res.Window.Start
 	}
 	secs := int((res.Window.Measured.D() + time.Second - 1) / time.Second)
-	rec.Persistence = persistenceSeries(iw.samples, start, secs)
+	rec.Persistence = persistenceSeries(iw.samples, iw.closing, start, secs)
 }
 
 // persists says whether a version keeps anything on disk or is asked to
@@ -464,9 +505,10 @@ func bgsaveEvery(s ServerSettings, w lab.Workload) time.Duration {
 // counting from the bench's start, then again from the measured
 // window's start when the bencher marks it (anchor).
 type bgsaver struct {
-	srv    Snapshotter
-	every  time.Duration
-	anchor chan struct{}
+	srv   Snapshotter
+	every time.Duration
+	// anchor carries the measured window's length as it opens.
+	anchor chan time.Duration
 	stop   chan struct{}
 	done   chan struct{}
 	asked  int
@@ -479,7 +521,7 @@ func startBGSaves(ctx context.Context, srv RunningServer, every time.Duration) *
 	if every <= 0 {
 		return nil
 	}
-	b := &bgsaver{every: every, anchor: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &bgsaver{every: every, anchor: make(chan time.Duration, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	sn, ok := srv.(Snapshotter)
 	if !ok {
 		b.errs = append(b.errs, "the server cannot be asked for BGSAVE")
@@ -495,9 +537,13 @@ func (b *bgsaver) run(ctx context.Context) {
 	defer close(b.done)
 	t := time.NewTimer(b.every)
 	defer t.Stop()
+	var windowEnd time.Time
 	for {
 		select {
 		case <-t.C:
+			if !bgsaveDue(time.Now(), windowEnd, b.every) {
+				continue
+			}
 			bctx, cancel := context.WithTimeout(ctx, infoTimeout)
 			err := b.srv.BGSave(bctx)
 			cancel()
@@ -506,7 +552,10 @@ func (b *bgsaver) run(ctx context.Context) {
 				b.errs = append(b.errs, err.Error())
 			}
 			t.Reset(b.every)
-		case <-b.anchor:
+		case window := <-b.anchor:
+			if window > 0 {
+				windowEnd = time.Now().Add(window)
+			}
 			if !t.Stop() {
 				select {
 				case <-t.C:
@@ -522,15 +571,27 @@ func (b *bgsaver) run(ctx context.Context) {
 	}
 }
 
-// windowOpened restarts the schedule at the measured window's start.
-func (b *bgsaver) windowOpened() {
+// windowOpened restarts the schedule at the measured window's start;
+// window is its length (0: not known, no end to the schedule).
+func (b *bgsaver) windowOpened(window time.Duration) {
 	if b == nil {
 		return
 	}
 	select {
-	case b.anchor <- struct{}{}:
+	case b.anchor <- window:
 	default:
 	}
+}
+
+// bgsaveDue says whether a BGSAVE the schedule reached at now is asked
+// for: not in the last half period of the window (windowEnd, zero while
+// it is not open), nor after it. A fork there would fall mostly after the
+// window, and one begun after it must not be counted in it by the read
+// that closes it (closeWindow): with persistence rdb the period is half
+// the window, so its second BGSAVE would come exactly as the window ends.
+// Once the schedule is past that point it asks for nothing more.
+func bgsaveDue(now, windowEnd time.Time, every time.Duration) bool {
+	return windowEnd.IsZero() || now.Before(windowEnd.Add(-every/2))
 }
 
 // finish stops asking and returns how many BGSAVEs were asked for and

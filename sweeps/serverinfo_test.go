@@ -102,7 +102,7 @@ func TestPersistenceSeries(t *testing.T) {
 		at(2600, f(8, 0, 2000)),
 		at(3200, f(9, 0, 900)), // after the window: left out
 	}
-	got := persistenceSeries(samples, start, 3)
+	got := persistenceSeries(samples, nil, start, 3)
 	want := []struct {
 		samples, forks int
 		rewriting      bool
@@ -119,11 +119,36 @@ func TestPersistenceSeries(t *testing.T) {
 		}
 	}
 	// A second no sample fell in is left out, not made up.
-	if got := persistenceSeries([]InfoSample{at(100, f(1, 0, 0)), at(2100, f(1, 0, 0))}, start, 3); len(got) != 2 || got[1].Second != 2 {
+	if got := persistenceSeries([]InfoSample{at(100, f(1, 0, 0)), at(2100, f(1, 0, 0))}, nil, start, 3); len(got) != 2 || got[1].Second != 2 {
 		t.Errorf("a second without samples: %+v", got)
 	}
+	// The closing read, taken as the bench returned after the window,
+	// counts into the last second what began after the last read inside
+	// the window: here a starved host read only in second 0, and a fork
+	// in second 1 is still counted, with its duration.
+	closing := at(2040, f(2, 0, 3100))
+	got = persistenceSeries([]InfoSample{at(-200, f(1, 0, 0)), at(300, f(1, 0, 0))}, &closing, start, 2)
+	if len(got) != 2 || got[0].Second != 0 || *got[0].Forks != 0 || got[1].Second != 1 || got[1].Samples != 1 ||
+		*got[1].Forks != 1 || got[1].LatestForkUsec != 3100 || *ForksIn(got) != 1 {
+		t.Errorf("with a closing read after a starved second: %+v", got)
+	}
+	// A closing read that falls inside the window is an ordinary read
+	// there; without reads in the window it still counts against the
+	// read before it opened.
+	closing = at(1500, f(3, 0, 10))
+	if got := persistenceSeries([]InfoSample{at(-100, f(1, 0, 0))}, &closing, start, 3); len(got) != 1 || got[0].Second != 1 || *got[0].Forks != 2 {
+		t.Errorf("a closing read inside the window: %+v", got)
+	}
+	// The slice of reads is not written to: the watcher may still hold it.
+	reads := make([]InfoSample, 1, 2)
+	reads[0] = at(100, f(1, 0, 0))
+	closing = at(1200, f(2, 0, 0))
+	persistenceSeries(reads, &closing, start, 1)
+	if reads[:2][1].Fields != nil {
+		t.Errorf("persistenceSeries appended the closing read into its caller's slice")
+	}
 	// A server that counts no forks says nothing of them.
-	if got := persistenceSeries([]InfoSample{at(100, map[string]string{"rdb_bgsave_in_progress": "1"})}, start, 1); len(got) != 1 ||
+	if got := persistenceSeries([]InfoSample{at(100, map[string]string{"rdb_bgsave_in_progress": "1"})}, nil, start, 1); len(got) != 1 ||
 		got[0].Forks != nil || got[0].TotalForks != nil || !got[0].RDBBgsaveInProgress {
 		t.Errorf("without total_forks: %+v", got)
 	}
@@ -277,6 +302,32 @@ func TestForkSummary(t *testing.T) {
 		}
 		if (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
 			t.Errorf("%s: note %q, want one with %q", tc.name, note, tc.note)
+		}
+	}
+}
+
+// No BGSAVE is asked in the last half period of the measured window or
+// after it, so the read that closes the window cannot count a fork the
+// runner began after it; before the window opens the schedule runs free.
+func TestBGSaveDue(t *testing.T) {
+	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		now   time.Time
+		end   time.Time
+		every time.Duration
+		want  bool
+	}{
+		{"window not open", end.Add(time.Hour), time.Time{}, time.Second, true},
+		{"rdb's mid-window snapshot (2 s window)", end.Add(-time.Second), end, time.Second, true},
+		{"rdb's second, as the window ends", end, end, time.Second, false},
+		{"a late timer after the window", end.Add(30 * time.Millisecond), end, time.Second, false},
+		{"within the last half period", end.Add(-400 * time.Millisecond), end, time.Second, false},
+		{"just before the last half period", end.Add(-501 * time.Millisecond), end, time.Second, true},
+		{"bgsave-every 700ms at 1.4 s of 2 s", end.Add(-600 * time.Millisecond), end, 700 * time.Millisecond, true},
+	} {
+		if got := bgsaveDue(tc.now, tc.end, tc.every); got != tc.want {
+			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

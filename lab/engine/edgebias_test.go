@@ -8,15 +8,18 @@ import (
 	"github.com/linerate/linerate/lab"
 )
 
-// A server that holds every reply 250 ms makes each request a quarter of
-// a 1 s window: the record lists GET's edge bias (its p99 past a tenth of
+// A server that holds every reply 400 ms makes each request 13 % of
+// a 3 s window: the record lists GET's edge bias (its p99 past a tenth of
 // the window) and says so in a note naming the -d that would fix it.
-// Bounded by the server's minimum service time, not by this machine.
+// Bounded by the server's minimum service time, not by this machine. The
+// window holds seven requests so that one still completes in it when the
+// machine stalls the process for two seconds (a 1 s window of 250 ms
+// requests once completed none in make test).
 func TestRecordSaysItsWindowIsTooShort(t *testing.T) {
 	t.Parallel()
-	const delay = 250 * time.Millisecond
+	const delay = 400 * time.Millisecond
 	w := sinkWorkload()
-	w.Duration = lab.Duration(time.Second)
+	w.Duration = lab.Duration(3 * time.Second)
 	w.Port = startSink(t, w, delay)
 	res := run(t, w)
 	if len(res.EdgeBias) != 1 {

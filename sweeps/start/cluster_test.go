@@ -35,7 +35,7 @@ workload:
   threads: 1
   keyspace: 6
   warmup: 200ms
-  duration: 1s
+  duration: `+cellWindow+`
 `, nil)
 	dir := t.TempDir()
 	run := runAll(t, p, dir, &Starter{}, bench.Bencher{})

@@ -149,6 +149,7 @@ func TestRealMemoryPerKey(t *testing.T) {
 		maxOverhead float64
 	}{{"valkey@9.1", 2, 0.10}, {"valkey@9.1", 8, 0.10}, {"redis", 2, 0.30}, {"redis", 8, 0.30}} {
 		t.Run(fmt.Sprintf("%s/c%d", tc.which, tc.connections), func(t *testing.T) {
+			t.Parallel()
 			src := `name: mem
 server: {maxmemory: 512mb}
 versions:
@@ -160,7 +161,7 @@ workload:
   threads: 1
   keyspace: 32
   prefill: true
-  duration: 1s
+  duration: ` + cellWindow + `
 `
 			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, bench.Bencher{})
 			rec := run.Sorted()[0]

@@ -25,7 +25,7 @@ workload:
   threads: 1
   keyspace: 4
   warmup: 200ms
-  duration: 1s
+  duration: ` + cellWindow + `
 `
 	p := plan(t, src, nil)
 	run := runAll(t, p, t.TempDir(), &Starter{}, bench.Bencher{})

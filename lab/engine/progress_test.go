@@ -23,7 +23,7 @@ func TestProgressLinesAgreeWithThemselves(t *testing.T) {
 	srv := labtest.StartRedis(t)
 	w := shortWorkload(srv.Port)
 	w.ValueSz, w.Keyspace, w.Prefill = lab.OneSize(1<<20), 64, true // the prefill moves 0.54 Gbit
-	w.Warmup, w.Duration = lab.Duration(1500*time.Millisecond), lab.Duration(time.Second)
+	w.Warmup, w.Duration = lab.Duration(1500*time.Millisecond), freezeWindow
 	var progress bytes.Buffer
 	if _, err := engine.Run(context.Background(), w, engine.Options{Progress: &progress}); err != nil {
 		t.Fatal(err)

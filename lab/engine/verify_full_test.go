@@ -105,7 +105,7 @@ func benchVerifyFull(t *testing.T, extra ...string) (lab.Result, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	args := append([]string{"bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "1MiB", "-n", "8", "--prefill", "-r", "50:50", "--verify", "full", "--warmup", "200ms", "-d", "1s", "--json", rec}, extra...)
+		"-s", "1MiB", "-n", "8", "--prefill", "-r", "50:50", "--verify", "full", "--warmup", "200ms", "-d", freezeWindow.String(), "--json", rec}, extra...)
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("linerate bench (%s): %v\n%s", arch, err, out)

@@ -11,19 +11,22 @@ import (
 
 // --request-timeout is per request, not per pipeline: with -P 8 of 16 MiB
 // values against a server that answers each request of a connection in
-// turn, 300 ms after the one before (a 2 s timeout), no request times
-// out, though the 8th sent at the start waits 2.4 s or more behind the
+// turn, 500 ms after the one before (a 3.5 s timeout), no request times
+// out, though the 8th sent at the start waits 4 s or more behind the
 // other 7, and those in flight when the window closes each get their own
-// time in the drain (none is abandoned).
+// time in the drain (none is abandoned). The timeout and the window are
+// that long because make test was seen to freeze a process (the sink's
+// too: it is this one) for up to 2.5 s: a window it covers sends nothing,
+// and a freeze between two replies adds to the wait for the second.
 func TestPipelinedRequestsEachHaveTheTimeout(t *testing.T) {
 	t.Parallel()
 	w := lab.Workload{Host: "127.0.0.1", Connections: 1, Pipeline: 8, Threads: 1, Keyspace: 16,
-		// 16 MiB, so a reply's own transfer stays far inside the 1.7 s
-		// the timeout leaves it beside the sink's delay, however loaded
-		// the machine.
+		// 16 MiB, so a reply's own transfer stays inside the 3 s the
+		// timeout leaves it beside the sink's delay (0.5 s beside a
+		// 2.5 s freeze too), however loaded the machine.
 		ValueSz: lab.OneSize(16 << 20), Verify: lab.VerifyHeader, Seed: 3,
-		Duration: lab.Duration(time.Second), RequestTimeout: lab.Duration(2 * time.Second)}
-	w.Port = startSink(t, w, 300*time.Millisecond)
+		Duration: freezeWindow, RequestTimeout: lab.Duration(3500 * time.Millisecond)}
+	w.Port = startSink(t, w, 500*time.Millisecond)
 	res, err := runErr(t, w)
 	if err != nil || len(res.Errors) != 0 || res.Abandoned != 0 {
 		t.Fatalf("errors %v, %d abandoned (%v): a request queued behind others ran out of their time", res.Errors, res.Abandoned, err)

@@ -207,8 +207,9 @@ func TestImageVersionThroughAgent(t *testing.T) {
 		c.Close()
 		t.Error("the image version also serves the server host's loopback: it is not bound to the data address alone")
 	}
+	// A 3 s window: make test was seen to freeze a process for 1-2.5 s, and the live GETs checked below must complete in it.
 	w := lab.Workload{Host: "198.18.0.1", Port: 6379, Connections: 2, Threads: 1, Keyspace: 4, ValueSz: lab.OneSize(256 << 10),
-		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(time.Second)}.Resolve()
+		Ratio: lab.Ratio{Gets: 100}, Prefill: true, Warmup: lab.Duration(200 * time.Millisecond), Duration: lab.Duration(3 * time.Second)}.Resolve()
 	var ticks []*lab.Live // the remote bench's live totals, read off its stderr
 	rec, err := hostbench.HostBencher{Host: hosts[1], Live: func(l *lab.Live) { ticks = append(ticks, l) }}.Bench(ctx, w, nil)
 	if err != nil || rec.Stop.Reason != lab.StopCompleted {

@@ -140,9 +140,10 @@ func TestUploadAndBenchOverSSH(t *testing.T) {
 	}
 	var out bytes.Buffer
 	progress := &infra.TailBuffer{Max: 4096}
+	// -d 3s: make test was seen to freeze a process for 1-2.5 s, and the record must hold ops.
 	err = client.Exec(ctx, infra.Command{
 		Argv: []string{bin, "bench", "-h", pair.Server.DataAddr().String(), "-p", "6390",
-			"-s", "256KiB", "-c", "2", "-t", "1", "-n", "8", "-r", "1:1", "--warmup", "0s", "-d", "1s", "--json", "-"},
+			"-s", "256KiB", "-c", "2", "-t", "1", "-n", "8", "-r", "1:1", "--warmup", "0s", "-d", "3s", "--json", "-"},
 		Stdout: &out, Stderr: progress, Timeout: 60 * time.Second,
 	})
 	if err != nil {

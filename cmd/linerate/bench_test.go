@@ -23,7 +23,7 @@ func TestBenchHgrmDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "hgrm")
 	rec := filepath.Join(t.TempDir(), "r.json")
 	code, out, stderr := linerate(t, "", "", "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "--warmup", "200ms", "-d", "2s", "--json", rec, "--hgrm-dir", dir)
+		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "--warmup", "200ms", "-d", benchWindow, "--json", rec, "--hgrm-dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, stderr)
 	}
@@ -70,7 +70,7 @@ func TestBenchPercentiles(t *testing.T) {
 	srv := labtest.StartRedis(t)
 	rec := filepath.Join(t.TempDir(), "r.json")
 	code, out, stderr := linerate(t, "", "", "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "-d", "2s", "--json", rec, "--percentiles", "50,95,99.99")
+		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "-d", benchWindow, "--json", rec, "--percentiles", "50,95,99.99")
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, stderr)
 	}

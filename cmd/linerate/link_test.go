@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/linerate/linerate/infra/netns"
 	"github.com/linerate/linerate/sweeps"
@@ -35,7 +34,7 @@ func TestLinkCommandOnNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "run")
-	code, stdout, stderr := linerate(t, "", "", "link", campaign, "--out", run, "--duration", "300ms", "--warmup", "0s", "--value-size", "4MiB")
+	code, stdout, stderr := linerate(t, "", "", "link", campaign, "--out", run, "--duration", benchWindow, "--warmup", "0s", "--value-size", "4MiB")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -53,7 +52,7 @@ func TestLinkCommandOnNetns(t *testing.T) {
 		t.Fatalf("env.json: %v: %s", err, b)
 	}
 	l := env.Link
-	if l.Connections != 3 || l.Duration.D() != 300*time.Millisecond || l.ValueSize != 4<<20 || l.GET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 {
+	if l.Connections != 3 || l.Duration.String() != benchWindow || l.ValueSize != 4<<20 || l.GET.PerFlowGbps <= 0 || l.SET.Gbps <= 0 {
 		t.Errorf("link %+v", l)
 	}
 	// A namespace new since the start whose process is gone is the

@@ -235,7 +235,7 @@ func TestSweepRunServesLiveMetrics(t *testing.T) {
 func TestSoakServesLiveMetrics(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	camp := redisCampaign(t, dir, "s", "200ms", "1s")
+	camp := redisCampaign(t, dir, "s", "200ms", benchWindow)
 	run := filepath.Join(dir, "run")
 	if code, stdout, errs := linerate(t, "", "", "sweep", "run", camp, "--out", run); code != 0 {
 		t.Fatalf("sweep run: exit %d\nstdout: %s\nstderr: %s", code, stdout, errs)
@@ -404,7 +404,7 @@ func TestBenchMetricsOutliveTheRun(t *testing.T) {
 	maddr := fmt.Sprintf("127.0.0.1:%d", labtest.FreePort(t))
 	out := filepath.Join(t.TempDir(), "r.json")
 	cmd := exec.Command(labtest.Binary(t), "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "64KiB", "-n", "8", "--prefill", "--rate", "100", "-d", "1s",
+		"-s", "64KiB", "-n", "8", "--prefill", "--rate", "100", "-d", benchWindow,
 		"--metrics-listen", maddr, "--metrics-linger", "10m", "--json", out)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

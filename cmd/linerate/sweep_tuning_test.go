@@ -76,7 +76,7 @@ workload:
   keyspace: 4
   rate: 50
   warmup: 200ms
-  duration: 1s
+  duration: ` + benchWindow + `
 `
 	if err := os.WriteFile(campaign, []byte(src), 0o644); err != nil {
 		t.Fatal(err)

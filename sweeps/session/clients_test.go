@@ -93,7 +93,7 @@ func TestTwoClientsOnNetns(t *testing.T) {
 	src := `name: two-clients
 provider: {kind: netns, binary: ` + lr + `}
 clients: 2
-calibrate: {duration: 300ms, warmup: 0s}
+calibrate: {duration: ` + cellWindow + `, warmup: 0s}
 versions:
   - {binary: ` + bin + `, label: redis, io-threads: 1}
 server:
@@ -106,7 +106,7 @@ workload:
   keyspace: 4
   rate: 100
   warmup: 100ms
-  duration: 400ms
+  duration: ` + cellWindow + `
 `
 	c := parse(t, "two-clients.yaml", src)
 	var wrap *infoServers
@@ -238,7 +238,7 @@ workload:
   keyspace: 4
   rate: 100
   warmup: 100ms
-  duration: 400ms
+  duration: ` + cellWindow + `
 `
 	c := parse(t, "e2e-ssh-2cli.yaml", src)
 	// The further host unlabelled: the provider names it by its role.

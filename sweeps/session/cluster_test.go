@@ -42,7 +42,7 @@ workload:
   threads: 1
   keyspace: 6
   warmup: 100ms
-  duration: 400ms
+  duration: `+cellWindow+`
 `)
 	s := open(t, c, t.TempDir(), Options{})
 	run := runAll(t, s)
@@ -66,7 +66,7 @@ workload:
 		}
 		// Every node's process is sampled, not the seed's alone, and
 		// together their main threads worked. (One node may get no CPU
-		// tick in a 400 ms window on a busy machine: busy-ness per node
+		// tick in a short window on a busy machine: busy-ness per node
 		// is the machine's to say.)
 		procs := rec.Host.Processes()
 		pids := map[int]bool{}

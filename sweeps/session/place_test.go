@@ -102,7 +102,7 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*swee
 			t.Errorf("%s: bench addressed %s, not the server host's data address", rec.CellID, rec.Result.Workload.Host)
 		}
 		// Sampled: the process and its threads (how busy they were in a
-		// 400 ms window is the machine's to say).
+		// short window is the machine's to say).
 		if rec.Host == nil || rec.Host.Server == nil || rec.Host.Server.PID <= 0 || len(rec.Host.Server.Threads) == 0 {
 			t.Errorf("%s: no server-host metrics from the agent: %+v", rec.CellID, rec.Host)
 			continue

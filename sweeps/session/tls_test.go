@@ -33,7 +33,7 @@ workload:
   keyspace: 4
   rate: 100
   warmup: 100ms
-  duration: 400ms
+  duration: ` + cellWindow + `
 `
 }
 

@@ -133,10 +133,14 @@ workload:
 		if len(rec.Clients) != 2 || !strings.HasPrefix(rec.Clients[0].Host, "client (198.18.0.2)") || !strings.HasPrefix(rec.Clients[1].Host, "client-2 (198.18.0.6)") {
 			t.Fatalf("%s: client records %+v", rec.CellID, rec.Clients)
 		}
-		// Both windows opened at the scheduled moment; the merged window
-		// is their intersection.
+		// The merged window is the intersection of the hosts' windows.
+		// How close together they opened is the machine's to say (a
+		// process make test froze for 0.6 s opened its window that much
+		// later); that both hosts were given one moment is
+		// TestHostsBencherStartsEveryHostAtOneMomentOnItsClock's
+		// (sweeps/hostbench), on fake clocks.
 		a, b := rec.Clients[0].Result.Window, rec.Clients[1].Result.Window
-		if a.Start == nil || b.Start == nil || a.Start.Sub(*b.Start).Abs() > 500*time.Millisecond {
+		if a.Start == nil || b.Start == nil {
 			t.Errorf("%s: the hosts' windows opened at %v and %v", rec.CellID, a.Start, b.Start)
 		} else if m := rec.Result.Window; m.Start == nil || !m.Start.Equal(latest(*a.Start, *b.Start)) || m.Measured > a.Measured || m.Measured > b.Measured {
 			t.Errorf("%s: merged window %v for %v, the hosts' %v for %v and %v for %v", rec.CellID, m.Start, m.Measured, a.Start, a.Measured, b.Start, b.Measured)

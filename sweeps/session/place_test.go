@@ -37,7 +37,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	}
 	bin := redisBinary(t)
 	lr := labtest.Binary(t)
-	src := strings.Replace(spec(bin), "name: e2e\n", "name: e2e-netns\ntuning: queues\nprovider: {kind: netns, binary: "+lr+"}\n", 1)
+	src := withLink(strings.Replace(spec(bin), "name: e2e\n", "name: e2e-netns\ntuning: queues\nprovider: {kind: netns, binary: "+lr+"}\n", 1))
 	c := parse(t, "e2e-netns.yaml", src)
 	dir, profiles := t.TempDir(), t.TempDir()
 	// The profile asks for 2 queues: the veth is created with 2, and the
@@ -158,7 +158,7 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*swee
 
 // remoteSpec is the e2e campaign named name on the given provider.
 func remoteSpec(bin, name, provider string) string {
-	return strings.Replace(spec(bin), "name: e2e\n", "name: "+name+"\nprovider: "+provider+"\n", 1)
+	return withLink(strings.Replace(spec(bin), "name: e2e\n", "name: "+name+"\nprovider: "+provider+"\n", 1))
 }
 
 // A campaign on an ssh pair: a real sshd in each namespace of a netns pair

@@ -34,6 +34,7 @@ workload:
   connections: 3
   threads: 1
   keyspace: 6
+  rate: 50
   warmup: 200ms
   duration: `+cellWindow+`
 `, nil)

@@ -161,6 +161,7 @@ workload:
   threads: 1
   keyspace: 32
   prefill: true
+  rate: 50
   duration: ` + cellWindow + `
 `
 			run := runAll(t, plan(t, src, nil), t.TempDir(), &Starter{Install: true}, bench.Bencher{})

@@ -24,6 +24,7 @@ workload:
   connections: 2
   threads: 1
   keyspace: 4
+  rate: 50
   warmup: 200ms
   duration: ` + cellWindow + `
 `

@@ -35,7 +35,7 @@ func TestBenchTLSWrongCAExits3(t *testing.T) {
 	srv := labtest.StartServerWith(t, labtest.Need(t, "redis-server"), nil, func(port int) []string { return good.ServerArgs(port, false) })
 	args := func(ca, rec string) []string {
 		return []string{"bench", "--quiet", "-p", strconv.Itoa(srv.Port), "--tls", "--cacert", ca, "-c", "2", "-t", "1",
-			"-s", "1MiB", "-n", "4", "--prefill", "-r", "50:50", "--warmup", "200ms", "-d", benchWindow, "--json", rec}
+			"-s", "1MiB", "-n", "4", "--prefill", "-r", "50:50", "--rate", "50", "--warmup", "200ms", "-d", benchWindow, "--json", rec}
 	}
 
 	rec := filepath.Join(dir, "ok.json")

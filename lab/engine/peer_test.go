@@ -70,7 +70,9 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	w.Connections, w.Threads, w.Keyspace = 1, 1, 8
 	w.ValueSz = lab.OneSize(lab.Size(p.layout.Size))
 	w.Seed = p.layout.Seed
-	w.Duration = lab.Duration(300 * time.Millisecond)
+	// 3 s at 50 a second, a queue no freeze overflows: a frozen process
+	// (1-2.5 s in make test) still completes requests in the window.
+	w.Duration, w.Rate, w.QueueLimit = lab.Duration(3*time.Second), lab.Rate{PerSec: 50}, lab.Duration(30*time.Second)
 	w.RequestTimeout = lab.Duration(2 * time.Second)
 	w = w.Resolve()
 	if err := fields.Validate(w); err != nil {

@@ -120,9 +120,9 @@ func TestTLSGetSetAgainstRealServers(t *testing.T) {
 		for _, size := range []lab.Size{1 << 20, 16 << 20} {
 			for _, op := range []lab.Op{lab.OpSet, lab.OpGet} {
 				t.Run(name+"/"+string(op)+"/"+size.String(), func(t *testing.T) {
-					w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 4,
-						ValueSz: lab.OneSize(size), Warmup: lab.Duration(100 * time.Millisecond), Duration: lab.Duration(300 * time.Millisecond),
-						Seed: 3, Verify: lab.VerifyFull, TLS: lab.TLS{On: true, CACert: srv.ca}}
+					w := pacedWindow(lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 4,
+						ValueSz: lab.OneSize(size), Warmup: lab.Duration(100 * time.Millisecond),
+						Seed: 3, Verify: lab.VerifyFull, TLS: lab.TLS{On: true, CACert: srv.ca}}, 10)
 					w.Ratio = lab.Ratio{Sets: 100}
 					if op == lab.OpGet {
 						w.Ratio, w.Prefill = lab.Ratio{Gets: 100}, true

@@ -192,12 +192,14 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 }
 
 // A window with few completed requests is a coarse figure, and the record
-// says so.
+// says so: a peer that takes 200 ms a reply completes at most 15 in the
+// 3 s window (fewer than minOpsForFigure), and a frozen process at least
+// one.
 func TestFewRequestsAreNoted(t *testing.T) {
 	t.Parallel()
 	layout := lab.NewValueLayout(4096, 3)
 	p := startPeer(t, layout, 0, func(_ int, k uint32, l *lab.ValueLayout) []byte {
-		time.Sleep(60 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 		return goodValue(k, l)
 	})
 	res := runAgainst(t, p, lab.Workload{})

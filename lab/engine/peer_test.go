@@ -70,9 +70,11 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	w.Connections, w.Threads, w.Keyspace = 1, 1, 8
 	w.ValueSz = lab.OneSize(lab.Size(p.layout.Size))
 	w.Seed = p.layout.Seed
-	// 3 s at 50 a second, a queue no freeze overflows: a frozen process
-	// (1-2.5 s in make test) still completes requests in the window.
-	w.Duration, w.Rate, w.QueueLimit = lab.Duration(3*time.Second), lab.Rate{PerSec: 50}, lab.Duration(30*time.Second)
+	// 3 s at 10 a second, a queue no freeze overflows: a frozen process
+	// (1-2.5 s in make test) still completes requests in the window, and
+	// under qemu-user a request's 100 ms keeps the queue short of the
+	// timeout (at 50 a second one of "large chunks" timed out there).
+	w.Duration, w.Rate, w.QueueLimit = lab.Duration(3*time.Second), lab.Rate{PerSec: 10}, lab.Duration(30*time.Second)
 	w.RequestTimeout = lab.Duration(2 * time.Second)
 	w = w.Resolve()
 	if err := fields.Validate(w); err != nil {

@@ -6,6 +6,7 @@ package labtest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -69,14 +70,50 @@ type Server struct {
 }
 
 // FreePort returns a loopback port that was free a moment ago.
+//
+// The port is drawn below the kernel's ephemeral range when there is room
+// (ip_local_port_range; 32768 on Debian): the kernel hands ephemeral
+// ports to every listen on port 0 and every outgoing connection, so one of
+// those could take the port between FreePort and the server's bind, and
+// the server's readiness dial then reach another test's listener (a
+// clean-clone make test saw a TLS server test and a test's never-to-be-
+// spoken-to listener meet on one port).
 func FreePort(t testing.TB) int {
 	t.Helper()
+	if low := ephemeralLow(); low > freePortFloor+1000 {
+		for range 200 {
+			p := freePortFloor + rand.IntN(low-freePortFloor)
+			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				l.Close()
+				return p
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// freePortFloor is the lowest port FreePort draws: above the ports
+// services commonly own.
+const freePortFloor = 10000
+
+// ephemeralLow is the low end of the kernel's ephemeral port range (0
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, _ := strconv.Atoi(f[0])
+	return low
 }
 
 // StartRedis starts redis-server on loopback with persistence off and

@@ -28,11 +28,12 @@ func TestRepliesAroundTheWakeChunkAllArrive(t *testing.T) {
 			// left too high, so the connection stops on it.
 			w := lab.Workload{Host: "127.0.0.1", Connections: 2, Threads: 1, Pipeline: 1, Keyspace: 64, ValueSz: mix,
 				Ratio: lab.Ratio{Gets: 1}, Verify: c.verify, Warmup: lab.Duration(100 * time.Millisecond),
-				Duration: freezeWindow, Rate: lab.Rate{PerSec: 50}, QueueLimit: lab.Duration(30 * time.Second), Seed: 7,
+				Seed: 7,
 				// A reply held back for bytes that never come stops its
 				// connection: its request times out within 2 s (in the
 				// window or the drain), an error, not the default minute.
 				RequestTimeout: lab.Duration(2 * time.Second)}
+			w = pacedWindow(w, 50)
 			w.Port = startSink(t, w, 0)
 			res := run(t, w)
 			g := res.Ops[lab.OpGet]

@@ -104,7 +104,7 @@ type faultRuns struct {
 // signal) and the output.
 func (fr *faultRuns) run(key string, k *killPlan, args ...string) (int, string) {
 	cmd := exec.Command(fr.bin, args...)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+key, "AWS_SECRET_ACCESS_KEY=fake-secret", aws.TestTimingEnv+"="+faultTiming)
+	cmd.Env = append(withoutAWSSettings(os.Environ()), "AWS_ACCESS_KEY_ID="+key, "AWS_SECRET_ACCESS_KEY=fake-secret", aws.TestTimingEnv+"="+faultTiming)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if k != nil {

@@ -15,6 +15,15 @@ import (
 	"github.com/linerate/linerate/lab/labtest"
 )
 
+// pacedBench starts the arguments of a bench whose records and files the
+// test reads but whose speed it does not judge: benchWindow at 100
+// requests a second, with a queue limit no freeze of the machine reaches
+// (nothing is dropped), so the window does not take both CPUs from the
+// tests beside it as a closed loop against a local server does.
+func pacedBench() []string {
+	return []string{"bench", "--rate", "100", "--queue-limit", "30s", "-d", benchWindow}
+}
+
 // bench --hgrm-dir writes the record's HdrHistogram files under its run
 // ID; a directory it cannot make is refused before anything runs.
 func TestBenchHgrmDir(t *testing.T) {
@@ -22,8 +31,8 @@ func TestBenchHgrmDir(t *testing.T) {
 	srv := labtest.StartRedis(t)
 	dir := filepath.Join(t.TempDir(), "hgrm")
 	rec := filepath.Join(t.TempDir(), "r.json")
-	code, out, stderr := linerate(t, "", "", "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "--warmup", "200ms", "-d", benchWindow, "--json", rec, "--hgrm-dir", dir)
+	code, out, stderr := linerate(t, "", "", append(pacedBench(), "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
+		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "--warmup", "200ms", "--json", rec, "--hgrm-dir", dir)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, stderr)
 	}
@@ -69,8 +78,8 @@ func TestBenchPercentiles(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
 	rec := filepath.Join(t.TempDir(), "r.json")
-	code, out, stderr := linerate(t, "", "", "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "-d", benchWindow, "--json", rec, "--percentiles", "50,95,99.99")
+	code, out, stderr := linerate(t, "", "", append(pacedBench(), "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
+		"-s", "64KiB", "-n", "8", "--prefill", "-r", "50:50", "--json", rec, "--percentiles", "50,95,99.99")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, stderr)
 	}

@@ -19,11 +19,33 @@ import (
 // aws.TestTimingEnv); it is refused with any endpoint but a loopback one.
 const fakeTiming = "poll=2ms,lease=20m,renew=5m,ssh=1ms,running=2s,delete=2s,notfound=1s,backoff=5ms"
 
-// fakeEnv gives the binary fake credentials and quick timings.
+// fakeEnv gives the binary fake credentials and quick timings, and none
+// of the caller's other AWS_ settings (see withoutAWSSettings).
 func fakeEnv(t *testing.T, key string) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, "") // restored after the test
+			os.Unsetenv(k)
+		}
+	}
 	t.Setenv("AWS_ACCESS_KEY_ID", key)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-secret")
 	t.Setenv("LINERATE_AWSFAKE_TIMING", fakeTiming)
+}
+
+// withoutAWSSettings is env without the AWS_ settings of whoever runs the
+// tests (a profile, a region, a CA bundle): a binary against the local
+// fake gets only the ones its test gives it. The fake speaks plain HTTP,
+// yet an AWS_CA_BUNDLE such as the system's is parsed by every process the
+// SDK starts in.
+func withoutAWSSettings(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "AWS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // pairOnFake brings up a pair of campaign in this process with its own

@@ -1,20 +1,33 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/infra/netns"
+	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 )
 
 // linerate link on a netns campaign: the pair is brought up, the link
 // measured both ways with one connection and with the campaign's count,
-// printed, stored as env.json's link, and the pair is gone after.
+// printed, stored as env.json's link, and the pair is gone after. The
+// command, its sink and its benches run on one CPU (taskset): link is a
+// closed loop, so its four 3 s windows would otherwise take both CPUs
+// from the tests beside it, and the test reads that figures were measured
+// and stored, not how high they are.
 func TestLinkCommandOnNetns(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -34,7 +47,7 @@ func TestLinkCommandOnNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "run")
-	code, stdout, stderr := linerate(t, "", "", "link", campaign, "--out", run, "--duration", benchWindow, "--warmup", "0s", "--value-size", "4MiB")
+	code, stdout, stderr := onOneCPU(t, "link", campaign, "--out", run, "--duration", benchWindow, "--warmup", "0s", "--value-size", "4MiB")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -66,4 +79,29 @@ func TestLinkCommandOnNetns(t *testing.T) {
 			t.Errorf("namespace %s left by pid %d", l.Name, l.PID)
 		}
 	}
+}
+
+// onOneCPU runs linerate with args under taskset on the first CPU this
+// test may use, so it and every process it starts share that one CPU.
+func onOneCPU(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := 0
+	for !set.IsSet(cpu) {
+		cpu++
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, labtest.Need(t, "taskset"), append([]string{"-c", strconv.Itoa(cpu), labtest.Binary(t)}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }

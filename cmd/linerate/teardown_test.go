@@ -198,7 +198,9 @@ func namespacesOf(t *testing.T, pid int) []string {
 
 // teardownCampaign writes a campaign of long cells on provider, with the
 // given server block (its keys, inline) and the per-namespace tuning
-// profile "ns" when tuned.
+// profile "ns" when tuned. Their load is paced at 100 requests a second
+// (a queue limit no freeze reaches): these tests judge how a run ends, and
+// a closed loop would take both CPUs until it does.
 func teardownCampaign(t *testing.T, provider string, tuned bool, server string) (campaign, profiles string) {
 	t.Helper()
 	return teardownCampaignOf(t, provider, tuned, server, "30s", 1)
@@ -239,6 +241,8 @@ workload:
   value-size: 64KiB
   connections: 1
   keyspace: 4
+  rate: 100
+  queue-limit: 30s
   warmup: 200ms
   duration: ` + d + `
 `

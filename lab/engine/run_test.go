@@ -215,7 +215,9 @@ func TestVerifyCatchesTampering(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
 	ctx := context.Background()
-	w := pacedWindow(shortWorkload(srv.Port), 100)
+	// 20/s: ~60 GETs of 4 keys a run, the tampered key's ~15 enough to
+	// catch; at 100/s each emulated run verified 5 times the bytes.
+	w := pacedWindow(shortWorkload(srv.Port), 20)
 	w.Keyspace, w.Warmup = 4, 0
 	rw := w.Resolve()
 	ctl, layout := dialLayout(t, rw)

@@ -15,14 +15,16 @@ import (
 )
 
 // clusterWorkload is 1 MiB GETs and SETs over a cluster of 3, seeded at
-// its first node, 10 keys per node.
-func clusterWorkload(port int, d time.Duration) lab.Workload {
-	return lab.Workload{
+// its first node, 10 keys per node, at rate a second over the freeze
+// window: the tests judge routing, redirects and keys, not speed, and
+// closed loop took both CPUs for the window.
+func clusterWorkload(port int, rate float64) lab.Workload {
+	return pacedWindow(lab.Workload{
 		Host: "127.0.0.1", Port: port, Connections: 6, Threads: 2, Keyspace: 30,
 		ValueSz: lab.OneSize(1 << 20), Ratio: lab.Ratio{Gets: 1, Sets: 1}, Prefill: true,
-		Warmup: lab.Duration(300 * time.Millisecond), Duration: lab.Duration(d),
+		Warmup: lab.Duration(300 * time.Millisecond),
 		Verify: lab.VerifyFull, Seed: 5, Cluster: true,
-	}
+	}, rate)
 }
 
 func dialAll(t *testing.T, ctx context.Context, servers []*labtest.Server) []*resp.Conn {
@@ -73,7 +75,9 @@ func TestClusterGetSet(t *testing.T) {
 	servers := labtest.StartCluster(t, serverstest.Valkey(t).Server, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w := clusterWorkload(servers[0].Port, time.Second)
+	// 20/s: 60 requests spread over the nodes; each byte is verified,
+	// ten times the cost under qemu-user, where this test runs too.
+	w := clusterWorkload(servers[0].Port, 20)
 	res, err := engine.Run(ctx, w, engine.Options{})
 	checkClean(t, res, err)
 	if res.Cluster == nil || len(res.Cluster.Nodes) != 3 {
@@ -102,7 +106,8 @@ func TestClusterReshardMidRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conns := dialAll(t, ctx, servers)
-	w := clusterWorkload(servers[0].Port, 3*time.Second)
+	// 60/s: 10 a second at slot 0's key, a MOVED soon after the move.
+	w := clusterWorkload(servers[0].Port, 60)
 	w.Keyspace = 6 // node 0 holds keys 0 and 3, in its first two slots: both are hit often
 	moved := make(chan error, 1)
 	opt := engine.Options{OnPhase: func(p lab.Phase) {

@@ -55,7 +55,7 @@ func TestPrefillThatCannotFitIsRefusedBeforeWriting(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := labtest.StartRedis(t, tc.server...)
-			w := shortWorkload(srv.Port)
+			w := pacedWindow(shortWorkload(srv.Port), 50) // the prefill is judged, not the run's speed
 			w.Prefill, w.Keyspace, w.ValueSz = true, tc.keys, lab.OneSize(tc.size)
 			res, err := engine.Run(context.Background(), w, engine.Options{MemAvailable: func() (int64, error) { return 1 << 30, nil }})
 			if !tc.refused {

@@ -33,7 +33,10 @@ func TestRepliesAroundTheWakeChunkAllArrive(t *testing.T) {
 				// connection: its request times out within 2 s (in the
 				// window or the drain), an error, not the default minute.
 				RequestTimeout: lab.Duration(2 * time.Second)}
-			w = pacedWindow(w, 50)
+			// 20/s: ~60 replies of the mix's 5 sizes a run, each size
+			// many times; at 50/s each emulated run verified 2.5 times
+			// the bytes.
+			w = pacedWindow(w, 20)
 			w.Port = startSink(t, w, 0)
 			res := run(t, w)
 			g := res.Ops[lab.OpGet]

@@ -309,7 +309,6 @@ func TestRampRecordsStepsAndTheKnee(t *testing.T) {
 // size class beside the total.
 func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 	t.Parallel()
-	srv := labtest.StartRedis(t)
 	for _, tc := range []struct {
 		mix     string
 		engine  string
@@ -320,13 +319,17 @@ func TestMixWritesEachKeyAtItsSizeAndReportsPerSize(t *testing.T) {
 		{"4KiB-64KiB", lab.EngineValkeyGo, []lab.Size{4 << 10, 8 << 10, 16 << 10, 32 << 10}},
 	} {
 		t.Run(tc.mix+"/"+tc.engine, func(t *testing.T) {
+			t.Parallel() // a server each, whose keys it reads back
+			srv := labtest.StartRedis(t)
 			mix, err := lab.ParseSizeMix(tc.mix)
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 40,
+			// Paced over a freeze-proof window: it judges sizes and
+			// classes, ~480 GETs over 40 keys; closed loop took both CPUs.
+			w := pacedWindow(lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 40,
 				ValueSz: mix, Ratio: lab.Ratio{Gets: 80, Sets: 20}, Prefill: true, Verify: lab.VerifyFull, Engine: tc.engine,
-				Duration: lab.Duration(1500 * time.Millisecond), Seed: 9}
+				Seed: 9}, 200)
 			res := run(t, w)
 			if len(res.Errors) > 0 {
 				t.Fatalf("errors %v", res.Errors)
@@ -433,9 +436,11 @@ func TestProbeIsCountedApartFromTheLoad(t *testing.T) {
 func TestProbeKeysArePrefilled(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
-	w := lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 10, ValueSz: lab.OneSize(8192),
+	// The main load paced: the prefill and the probe are judged, and
+	// closed loop it took both CPUs for 4 s.
+	w := pacedWindow(lab.Workload{Host: "127.0.0.1", Port: srv.Port, Connections: 2, Threads: 1, Keyspace: 10, ValueSz: lab.OneSize(8192),
 		Prefill: true, Probe: lab.Probe{Size: 100, Rate: lab.Rate{PerSec: 1000}}, // 1.1 s alone
-		Warmup: lab.Duration(2 * time.Second), Duration: freezeWindow, Seed: 2}
+		Warmup: lab.Duration(2 * time.Second), Seed: 2}, 100)
 	res := run(t, w)
 	if res.Server.DBSizeAfterPrefill == nil || *res.Server.DBSizeAfterPrefill != 10+lab.ProbeKeys {
 		t.Fatalf("DBSIZE after the prefill %v, want %d", res.Server.DBSizeAfterPrefill, 10+lab.ProbeKeys)

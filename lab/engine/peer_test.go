@@ -123,6 +123,7 @@ func TestEngineAgainstScriptedPeer(t *testing.T) {
 		{name: "another key's value", reply: func(_ int, k uint32, l *lab.ValueLayout) []byte { return goodValue(k+1, l) }, kind: lab.ErrBadContent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own peer, waiting out a paced window
 			p := startPeer(t, layout, tc.chunk, tc.reply)
 			res := runAgainst(t, p, lab.Workload{Prefill: tc.prefill})
 			g := res.Ops[lab.OpGet]
@@ -183,6 +184,10 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	// 2 s for a 4 KiB reply: the good ones never time out, however
 	// loaded the machine (at 1 s, a second one did on a loaded CI run).
 	w.Duration, w.RequestTimeout = lab.Duration(4*time.Second), lab.Duration(2*time.Second)
+	// Paced: it counts one timeout and the requests after the reconnect,
+	// which closed loop sent by the thousand, both CPUs for 4 s. The queue
+	// limit is past any freeze of the process.
+	w.Rate, w.QueueLimit = lab.Rate{PerSec: 20}, lab.Duration(30*time.Second)
 	w = w.Resolve()
 	res := measureOnce(t, w)
 	if res.Errors[lab.ErrTimeout] != 1 {
@@ -256,7 +261,9 @@ func TestDataConnAuthReplies(t *testing.T) {
 }
 
 // measureOnce runs w's measured window on a raw engine of its own, without
-// the warmup and progress a bench adds, and returns what it counted.
+// the warmup and progress a bench adds, and returns what it counted. It
+// plans w's pacing as a run does: without it a paced w ran closed loop
+// (the scripted-peer tests' 10 a second was ~1000, 18 CPU-s for 30 s).
 func measureOnce(t *testing.T, w lab.Workload) *lab.Result {
 	t.Helper()
 	e, err := newEngine(w)
@@ -264,6 +271,9 @@ func measureOnce(t *testing.T, w lab.Workload) *lab.Result {
 		t.Fatal(err)
 	}
 	defer e.shutdown()
+	if err := e.planPacing(); err != nil {
+		t.Fatal(err)
+	}
 	res := newResult(w, Options{})
 	e.measure(context.Background(), nil, nil)
 	e.collect(res)

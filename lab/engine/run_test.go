@@ -97,7 +97,11 @@ func TestCountsMatchServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := labtest.StartRedis(t)
-			w := shortWorkload(srv.Port)
+			// Paced: it matches counts, not throughput. 1000/s keeps
+			// ~3000 requests in the window for the page-fault bound (a
+			// loaded make test's closed loop once made 2,514); closed
+			// loop took both CPUs for the window.
+			w := pacedWindow(shortWorkload(srv.Port), 1000)
 			w.Ratio, w.Prefill = tc.ratio, tc.prefill
 			// What the control plane costs (PING, INFO, CONFIG GET) is
 			// measured on its own first and taken off: the data plane's
@@ -211,7 +215,9 @@ func TestVerifyCatchesTampering(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
 	ctx := context.Background()
-	w := pacedWindow(shortWorkload(srv.Port), 100)
+	// 20/s: ~60 GETs of 4 keys a run, the tampered key's ~15 enough to
+	// catch; at 100/s each emulated run verified 5 times the bytes.
+	w := pacedWindow(shortWorkload(srv.Port), 20)
 	w.Keyspace, w.Warmup = 4, 0
 	rw := w.Resolve()
 	ctl, layout := dialLayout(t, rw)
@@ -290,7 +296,9 @@ func TestEnginesAgree(t *testing.T) {
 	t.Parallel()
 	srv := labtest.StartRedis(t)
 	for _, name := range []string{lab.EngineRaw, lab.EngineValkeyGo} {
-		w := shortWorkload(srv.Port)
+		// Paced: it checks what each engine reads of the other's writes,
+		// not speed; closed loop took both CPUs for each window.
+		w := pacedWindow(shortWorkload(srv.Port), 100)
 		w.Ratio, w.Prefill, w.Engine, w.Verify = lab.Ratio{Gets: 50, Sets: 50}, true, name, lab.VerifyFull
 		res, err := engine.Run(context.Background(), w, engine.Options{})
 		if err != nil {

@@ -45,6 +45,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	profileIn(t, profiles, "queues", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
 	s := open(t, c, dir, Options{Profiles: profiles})
 	srvNS, cliNS := netnsPair(t, s)
+	shapeNamespaces(t, srvNS, cliNS)
 	run := runAll(t, s)
 	for _, check := range []struct{ cmd, want string }{
 		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},

@@ -45,6 +45,11 @@ workload:
   duration: `+cellWindow+`
 `)
 	s := open(t, c, t.TempDir(), Options{})
+	// Closed loop (the nodes' main threads must work) through a shaped
+	// link: the windows move real bytes without taking both CPUs. No
+	// calibration, so no cell's limit is the link's.
+	srvNS, cliNS := netnsPair(t, s)
+	shapeNamespaces(t, srvNS, cliNS)
 	run := runAll(t, s)
 	for _, rec := range run.Sorted() {
 		res := rec.Result

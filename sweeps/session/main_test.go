@@ -142,10 +142,12 @@ func profileIn(t *testing.T, dir, name, text string) {
 	}
 }
 
-// sshConfig reaches h's sshd in the lab as root with the lab's key.
+// sshConfig reaches h's sshd in the lab as root with the lab's key. The
+// lab's hosts upload linerate into one directory (l.BinDir): the first
+// host of a session uploads it, the others find it there by its checksum.
 func sshConfig(t *testing.T, l *sshtest.Lab, h infra.Host, label, known string) sshhost.Config {
 	return sshhost.Config{Label: label, Addr: l.Addr(h), User: "root", Signer: l.ClientKey, KnownHosts: known,
-		DataAddr: h.DataAddr(), Dist: labtest.Dist(t), Dial: l.Dial}
+		DataAddr: h.DataAddr(), Dist: labtest.Dist(t), Dial: l.Dial, RemoteDir: l.BinDir}
 }
 
 // alive says whether pid is still a process (all namespaces of this test

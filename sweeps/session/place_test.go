@@ -45,6 +45,7 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	profileIn(t, profiles, "queues", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
 	s := open(t, c, dir, Options{Profiles: profiles})
 	srvNS, cliNS := netnsPair(t, s)
+	shapeNamespaces(t, srvNS, cliNS)
 	run := runAll(t, s)
 	for _, check := range []struct{ cmd, want string }{
 		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},
@@ -90,8 +91,10 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 // remote placement can get wrong: the server ran on the server host at its
 // data address, the agent sampled that host (server threads and its veth),
 // the versions resolved there, and Close leaves no server and no agent.
-// whileUp, when given, looks at the run before Close.
-func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*sweeps.Run)) *sweeps.Run {
+// With link, the campaign calibrated the link (remoteSpec's link) and
+// checkLink judges it; without, env.json holds none. whileUp, when given,
+// looks at the run before Close.
+func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, link bool, whileUp func(*sweeps.Run)) *sweeps.Run {
 	t.Helper()
 	run := runAll(t, s)
 	if whileUp != nil {
@@ -125,8 +128,12 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*swee
 		// Each host's agent read its NIC's driver counters.
 		checkNICDeltas(t, rec, "server lr-srv", "client lr-cli")
 	}
-	// The sink ran on the server host, the benches on the client host.
-	checkLink(t, run.Env, "server lr-srv veth", "client lr-cli veth")
+	if link {
+		// The sink ran on the server host, the benches on the client host.
+		checkLink(t, run.Env, "server lr-srv veth", "client lr-cli veth")
+	} else if checkArch(t, run.Env); run.Env.Link != nil {
+		t.Errorf("env.json has a link the campaign did not ask for: %+v", run.Env.Link)
+	}
 	if len(run.Env.Hosts) != 2 || run.Env.Hosts[0].CPUs < 1 || run.Env.Hosts[0].MinorFaultCost <= 0 {
 		t.Errorf("host facts from the agents: %+v", run.Env.Hosts)
 	}
@@ -156,9 +163,14 @@ func remoteCampaign(t *testing.T, l *sshtest.Lab, s *Session, whileUp func(*swee
 	return run
 }
 
-// remoteSpec is the e2e campaign named name on the given provider.
-func remoteSpec(bin, name, provider string) string {
-	return withLink(strings.Replace(spec(bin), "name: e2e\n", "name: "+name+"\nprovider: "+provider+"\n", 1))
+// remoteSpec is the e2e campaign named name on the given provider, with
+// the link calibrated when link says.
+func remoteSpec(bin, name, provider string, link bool) string {
+	src := strings.Replace(spec(bin), "name: e2e\n", "name: "+name+"\nprovider: "+provider+"\n", 1)
+	if link {
+		return withLink(src)
+	}
+	return src
 }
 
 // A campaign on an ssh pair: a real sshd in each namespace of a netns pair
@@ -174,7 +186,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 	// nic_address names the NIC by the data address: each host tunes its
 	// own veth. somaxconn is per namespace, so the machine is untouched.
 	profileIn(t, profiles, "veth", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 1, tx: 1}\nsysctls: {net.core.somaxconn: \"1111\"}\n")
-	src := remoteSpec(bin, "e2e-ssh", "{kind: ssh, server: root@198.18.0.1:2222, client: root@198.18.0.2:2222, key: /nonexistent}")
+	src := remoteSpec(bin, "e2e-ssh", "{kind: ssh, server: root@198.18.0.1:2222, client: root@198.18.0.2:2222, key: /nonexistent}", true)
 	c := parse(t, "e2e-ssh.yaml", "tuning: veth\n"+src)
 	before := readSysctl(t, netns.Of(l.Pair.Server).Namespace, "net.core.somaxconn")
 	// The campaign's key file does not exist here: the test's provider has
@@ -182,7 +194,7 @@ func TestRealCampaignOnSSHPair(t *testing.T) {
 	// from the file.
 	prov := &sshhost.Provider{Server: sshConfig(t, l, l.Pair.Server, "server", ""), Client: sshConfig(t, l, l.Pair.Client, "client", "")}
 	s := open(t, c, dir, Options{Provider: prov, Profiles: profiles})
-	run := remoteCampaign(t, l, s, func(run *sweeps.Run) {
+	run := remoteCampaign(t, l, s, true, func(run *sweeps.Run) {
 		for _, h := range []infra.Host{l.Pair.Server, l.Pair.Client} {
 			if got := readSysctl(t, netns.Of(h).Namespace, "net.core.somaxconn"); got != "1111" {
 				t.Errorf("%s: somaxconn %s while the session runs, want 1111", h.Name(), got)
@@ -222,7 +234,7 @@ func TestRealCampaignOnFakeAWSPair(t *testing.T) {
 	defer f.Close()
 	itype := map[string]string{"amd64": "c7i.large", "arm64": "c8gn.16xlarge"}[runtime.GOARCH]
 	dir := t.TempDir()
-	src := remoteSpec(bin, "e2e-aws", "{kind: aws, instance-type: "+itype+", region: us-east-1, ssh-from: 203.0.113.7/32}")
+	src := remoteSpec(bin, "e2e-aws", "{kind: aws, instance-type: "+itype+", region: us-east-1, ssh-from: 203.0.113.7/32}", false)
 	src = strings.Replace(src, "  - {binary: "+bin+", label: two-io, io-threads: 2}\n", "", 1)
 	c := parse(t, "e2e-aws.yaml", src)
 	var set aws.Settings
@@ -246,7 +258,10 @@ func TestRealCampaignOnFakeAWSPair(t *testing.T) {
 		}
 		return sh, sh.Connect(ctx)
 	}
-	remoteCampaign(t, l, open(t, c, dir, Options{Provider: prov}), nil)
+	// The link between the instances is not calibrated here: an aws pair
+	// is placed as an ssh pair is (placeRemote, over the same agents), and
+	// TestRealCampaignOnSSHPair calibrates that remote link and checks it.
+	remoteCampaign(t, l, open(t, c, dir, Options{Provider: prov}), false, nil)
 	if live := f.Live(); len(live) > 0 {
 		t.Errorf("the fake's ledger holds %d live resources after Close: %+v", len(live), live)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,12 @@ type Lab struct {
 	ClientKey ssh.Signer
 	KeyFile   string                   // ClientKey's private half, for a campaign's provider.key
 	HostKeys  map[string]ssh.PublicKey // by data address
-	Dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	// BinDir is one directory all hosts of the lab can upload linerate
+	// into (sshhost.Config.RemoteDir): they share this machine's files,
+	// so the first host's upload (gzip of a 100 MB unstripped build, 3
+	// CPU-seconds) is found in place, checksum and all, by the others.
+	BinDir string
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New brings up the pair (named after campaign) and both sshds; cleanup
@@ -78,6 +84,7 @@ func NewClients(t testing.TB, campaign string, n int) *Lab {
 		t.Fatal(err)
 	}
 	l := &Lab{Pair: pair, Dir: t.TempDir(), HostKeys: map[string]ssh.PublicKey{}}
+	l.BinDir = filepath.Join(l.Dir, "bin")
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	l.ClientKey, _ = ssh.NewSignerFromKey(priv)
 	blk, err := ssh.MarshalPrivateKey(priv, "")
@@ -109,10 +116,46 @@ func NewClients(t testing.TB, campaign string, n int) *Lab {
 			return cli(ctx, network, addr)
 		}
 	}
-	for _, h := range append([]infra.Host{pair.Server}, pair.ClientHosts()...) {
+	all := append([]infra.Host{pair.Server}, pair.ClientHosts()...)
+	Shape(t, all...)
+	for _, h := range all {
 		l.startSSHD(t, h.(infra.Entered))
 	}
 	return l
+}
+
+// Rate is what each veth of a shaped lab sends at most: above a paced
+// cell's (50 requests of 1 MiB a second, 0.42 Gbps), and low enough that
+// a closed-loop window (a link calibration) moves real bytes with little
+// CPU, where an unshaped veth takes both CPUs of a small machine from
+// every other test. What a window moves is the machine's to say: no test
+// judges it.
+const Rate = "2gbit"
+
+// Shape puts a token bucket (tc tbf, at Rate) on every veth in the
+// namespaces of hosts; the namespaces' removal takes it away. Its burst
+// is far above a GSO segment (64 KiB), which tbf could never send whole.
+func Shape(t testing.TB, hosts ...infra.Host) {
+	t.Helper()
+	for _, h := range hosts {
+		ns := netns.Of(h).Namespace
+		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "type", "veth").Output()
+		if err != nil {
+			t.Fatalf("%s: ip link: %v", ns, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			// "7: lr-srv@if6: <BROADCAST,...": the name before the "@".
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			dev, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			cmd := exec.Command("tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", Rate, "burst", "1mb", "latency", "50ms")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %s: %v: %s", ns, cmd, err, b)
+			}
+		}
+	}
 }
 
 // Addr is host:port of the sshd of h.

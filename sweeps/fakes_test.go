@@ -108,6 +108,13 @@ func (b *fakeBench) Bench(ctx context.Context, w lab.Workload, mark func(lab.Pha
 		<-ctx.Done() // the runner cancels the bench when the server ends
 		res.Stop = lab.Stop{Reason: lab.StopServerLost, Error: "connection refused"}
 		return res, errors.New("server lost")
+	case "killed at setup":
+		// The server dies while the bench connects; the process's exit is
+		// reported only after the bench has given up (a loaded machine
+		// reaps it late).
+		time.AfterFunc(100*time.Millisecond, func() { srv.crash(errors.New("signal: killed")) })
+		res.Stop = lab.Stop{Reason: lab.StopSetupFailed, Error: "open connection 1: connection refused"}
+		return res, errors.New("setup failed")
 	case "timeouts":
 		res.Errors = map[lab.ErrorKind]uint64{lab.ErrTimeout: 3}
 		res.Stop = lab.Stop{Reason: lab.StopErrors}

@@ -91,7 +91,7 @@ func (r *Runner) measureCell(ctx context.Context, pv PlanVersion, srv RunningSer
 	}
 	rec.NIC = nics.finish(ctx, r, m.res)
 	smp.stop()
-	m.serverErr = watch.end(m.res != nil && m.res.Stop.Reason == lab.StopServerLost)
+	m.serverErr = watch.end(serverMayBeGone(m.res))
 	m.before, m.after = smp.window(m.res)
 	if iw != nil {
 		iw.finish(rec, m.res, w)
@@ -169,10 +169,18 @@ func watchServer(ctx context.Context, srv RunningServer) *serverWatch {
 	return sw
 }
 
+// serverMayBeGone: the bench ended as it would had the server died --
+// every connection lost, a connect refused at setup, or no result -- so
+// the server's exit may yet be reported.
+func serverMayBeGone(res *lab.Result) bool {
+	return res == nil || res.Stop.Reason == lab.StopServerLost || res.Stop.Reason == lab.StopSetupFailed
+}
+
 // end stops watching and says why the server exited (nil: it did not).
-// A bench that lost the server can end before the process's exit is
-// reported: lost gives the report a moment, so the cell says the server
-// died rather than that connections failed.
+// A bench that lost the server, or could not connect to it, can end
+// before the process's exit is reported: lost gives the report a moment,
+// so the cell says the server died rather than that connections failed,
+// and the runner starts it again for the next cell.
 func (sw *serverWatch) end(lost bool) error {
 	if lost {
 		select {

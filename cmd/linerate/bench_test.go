@@ -21,7 +21,7 @@ import (
 // (nothing is dropped), so the window does not take both CPUs from the
 // tests beside it as a closed loop against a local server does.
 func pacedBench() []string {
-	return []string{"bench", "--rate", "100", "--queue-limit", "30s", "-d", benchWindow}
+	return []string{"bench", "--rate", "100", "--queue-limit", labtest.PacedQueueLimit.String(), "-d", benchWindow}
 }
 
 // bench --hgrm-dir writes the record's HdrHistogram files under its run

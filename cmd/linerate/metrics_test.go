@@ -149,7 +149,7 @@ func TestPrometheusScrapesTheBenchRate(t *testing.T) {
 	// and a queue limit no freeze reaches drops nothing.
 	const rate, size = 400, 256 << 10
 	cmd := exec.Command(labtest.Binary(t), "bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
-		"-s", "256KiB", "-n", "16", "--prefill", "--rate", strconv.Itoa(rate), "--queue-limit", "30s", "--warmup", "2s", "-d", "8s",
+		"-s", "256KiB", "-n", "16", "--prefill", "--rate", strconv.Itoa(rate), "--queue-limit", labtest.PacedQueueLimit.String(), "--warmup", "2s", "-d", "8s",
 		"--metrics-listen", maddr, "--metrics-linger", "4s", "--json", out)
 	b, err := cmd.CombinedOutput()
 	if err != nil {

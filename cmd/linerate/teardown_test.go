@@ -242,7 +242,7 @@ workload:
   connections: 1
   keyspace: 4
   rate: 100
-  queue-limit: 30s
+  queue-limit: ` + labtest.PacedQueueLimit.String() + `
   warmup: 200ms
   duration: ` + d + `
 `

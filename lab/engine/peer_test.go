@@ -74,7 +74,7 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	// (1-2.5 s in make test) still completes requests in the window, and
 	// under qemu-user a request's 100 ms keeps the queue short of the
 	// timeout (at 50 a second one of "large chunks" timed out there).
-	w.Duration, w.Rate, w.QueueLimit = lab.Duration(3*time.Second), lab.Rate{PerSec: 10}, lab.Duration(30*time.Second)
+	w.Duration, w.Rate, w.QueueLimit = lab.Duration(3*time.Second), lab.Rate{PerSec: 10}, lab.Duration(labtest.PacedQueueLimit)
 	w.RequestTimeout = lab.Duration(2 * time.Second)
 	w = w.Resolve()
 	if err := fields.Validate(w); err != nil {
@@ -187,7 +187,7 @@ func TestTimeoutFailsRequestAndReconnects(t *testing.T) {
 	// Paced: it counts one timeout and the requests after the reconnect,
 	// which closed loop sent by the thousand, both CPUs for 4 s. The queue
 	// limit is past any freeze of the process.
-	w.Rate, w.QueueLimit = lab.Rate{PerSec: 20}, lab.Duration(30*time.Second)
+	w.Rate, w.QueueLimit = lab.Rate{PerSec: 20}, lab.Duration(labtest.PacedQueueLimit)
 	w = w.Resolve()
 	res := measureOnce(t, w)
 	if res.Errors[lab.ErrTimeout] != 1 {

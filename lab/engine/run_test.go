@@ -32,7 +32,7 @@ const freezeWindow = lab.Duration(3 * time.Second)
 // its window but not the machine's speed, which closed loop would spend
 // both CPUs on for 3 s.
 func pacedWindow(w lab.Workload, rate float64) lab.Workload {
-	w.Duration, w.Rate, w.QueueLimit = freezeWindow, lab.Rate{PerSec: rate}, lab.Duration(30*time.Second)
+	w.Duration, w.Rate, w.QueueLimit = freezeWindow, lab.Rate{PerSec: rate}, lab.Duration(labtest.PacedQueueLimit)
 	return w
 }
 

@@ -109,7 +109,7 @@ func benchVerifyFull(t *testing.T, extra ...string) (lab.Result, string) {
 	// both CPUs for its window, and emulated each byte costs ten times.
 	args := append([]string{"bench", "--quiet", "-p", strconv.Itoa(srv.Port), "-c", "2", "-t", "1",
 		"-s", "1MiB", "-n", "8", "--prefill", "-r", "50:50", "--verify", "full", "--warmup", "200ms", "-d", freezeWindow.String(),
-		"--rate", "20", "--queue-limit", "30s", "--json", rec}, extra...)
+		"--rate", "20", "--queue-limit", labtest.PacedQueueLimit.String(), "--json", rec}, extra...)
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("linerate bench (%s): %v\n%s", arch, err, out)

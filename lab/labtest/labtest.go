@@ -97,6 +97,12 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// PacedQueueLimit is the queue limit of a paced test run: past any freeze
+// of a process under make test (1-2.5 s seen on 2 vCPUs), so a paced
+// window never drops requests or calls its rate unsustainable because
+// the machine, not the code, stalled.
+const PacedQueueLimit = 30 * time.Second
+
 // freePortFloor is the lowest port FreePort draws: above the ports
 // services commonly own.
 const freePortFloor = 10000

@@ -118,7 +118,7 @@ workload:
 	wrap.ns = srvNS
 	// The calibration's closed-loop windows through a shaped link (the
 	// second client's namespace is the first's named -cli2).
-	shapeNamespaces(t, srvNS, cliNS, cliNS+"2")
+	sshtest.Shape(t, srvNS, cliNS, cliNS+"2")
 	run := runAll(t, s)
 	recs := run.Sorted()
 	if len(recs) != 4 || len(wrap.marks) != 5 {

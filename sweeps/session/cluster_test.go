@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/infra/servers/serverstest"
+	"github.com/linerate/linerate/infra/sshhost/sshtest"
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps/hostmetrics"
@@ -49,7 +50,7 @@ workload:
 	// link: the windows move real bytes without taking both CPUs. No
 	// calibration, so no cell's limit is the link's.
 	srvNS, cliNS := netnsPair(t, s)
-	shapeNamespaces(t, srvNS, cliNS)
+	sshtest.Shape(t, srvNS, cliNS)
 	run := runAll(t, s)
 	for _, rec := range run.Sorted() {
 		res := rec.Result

@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/netns"
-	"github.com/linerate/linerate/infra/sshhost/sshtest"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/sweeps"
 	"github.com/linerate/linerate/sweeps/hostbench"
@@ -39,18 +37,6 @@ func netnsPair(t *testing.T, s *Session) (srv, cli string) {
 		t.Fatalf("not a netns pair: %T", hb.Host)
 	}
 	return sh.Namespace, ch.Namespace
-}
-
-// shapeNamespaces shapes the veths of a session's namespaces as an ssh
-// lab's are (sshtest.Shape), before the first cell: a link calibration's
-// closed-loop windows then move real bytes without taking both CPUs.
-func shapeNamespaces(t *testing.T, namespaces ...string) {
-	t.Helper()
-	var hosts []infra.Host
-	for _, ns := range namespaces {
-		hosts = append(hosts, &netns.Host{Namespace: ns})
-	}
-	sshtest.Shape(t, hosts...)
 }
 
 // readSysctl reads a sysctl in a namespace ("" for this one).

@@ -45,7 +45,8 @@ func TestRealCampaignOnNetnsPair(t *testing.T) {
 	profileIn(t, profiles, "queues", "nic_address: 198.18.0.1\nirqbalance: leave\nqueues: {rx: 2, tx: 2}\nsysctls: {net.core.somaxconn: \"1313\"}\n")
 	s := open(t, c, dir, Options{Profiles: profiles})
 	srvNS, cliNS := netnsPair(t, s)
-	shapeNamespaces(t, srvNS, cliNS)
+	// The calibration's closed-loop windows through a shaped link.
+	sshtest.Shape(t, srvNS, cliNS)
 	run := runAll(t, s)
 	for _, check := range []struct{ cmd, want string }{
 		{"ls -d /sys/class/net/lr-srv/queues/rx-* | wc -l", "2"},

@@ -117,7 +117,9 @@ func NewClients(t testing.TB, campaign string, n int) *Lab {
 		}
 	}
 	all := append([]infra.Host{pair.Server}, pair.ClientHosts()...)
-	Shape(t, all...)
+	for _, h := range all {
+		Shape(t, netns.Of(h).Namespace)
+	}
 	for _, h := range all {
 		l.startSSHD(t, h.(infra.Entered))
 	}
@@ -133,12 +135,12 @@ func NewClients(t testing.TB, campaign string, n int) *Lab {
 const Rate = "2gbit"
 
 // Shape puts a token bucket (tc tbf, at Rate) on every veth in the
-// namespaces of hosts; the namespaces' removal takes it away. Its burst
-// is far above a GSO segment (64 KiB), which tbf could never send whole.
-func Shape(t testing.TB, hosts ...infra.Host) {
+// network namespaces named; the namespaces' removal takes it away. Its
+// burst is far above a GSO segment (64 KiB), which tbf could never send
+// whole.
+func Shape(t testing.TB, namespaces ...string) {
 	t.Helper()
-	for _, h := range hosts {
-		ns := netns.Of(h).Namespace
+	for _, ns := range namespaces {
 		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "type", "veth").Output()
 		if err != nil {
 			t.Fatalf("%s: ip link: %v", ns, err)

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,28 +14,16 @@ import (
 	"github.com/linerate/linerate/lab/report"
 	"github.com/linerate/linerate/lab/resp"
 	"github.com/linerate/linerate/lab/sink"
+	"github.com/linerate/linerate/lab/sink/sinktest"
 )
 
 // startSink serves a sink for w's keys on a loopback port, each reply held
 // back by delay, until the test ends; it returns the port.
 func startSink(t *testing.T, w lab.Workload, delay time.Duration) int {
 	t.Helper()
-	l, err := sink.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := sink.New(w.Resolve().ValueSz, w.Seed, max(w.Keyspace, 1), w.Probe.Size)
 	s.Delay = delay
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return l.Addr().(*net.TCPAddr).Port
+	return sinktest.Serve(t, s).Port
 }
 
 func run(t *testing.T, w lab.Workload) *lab.Result {

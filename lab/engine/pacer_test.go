@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
-	"github.com/linerate/linerate/lab/fields"
 	"github.com/linerate/linerate/lab/labtest"
 	"github.com/linerate/linerate/lab/pace"
 )
@@ -169,18 +168,8 @@ func allocsOfEnough(t *testing.T, w lab.Workload, min uint64) (allocs, bytes, re
 // requests.
 func allocsOfRun(t *testing.T, w lab.Workload) (allocs, bytes, requests uint64) {
 	t.Helper()
-	w = w.Resolve()
-	if err := fields.Validate(w); err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEngine(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := plannedEngine(t, w)
 	defer e.shutdown()
-	if err := e.planPacing(); err != nil {
-		t.Fatal(err)
-	}
 	if w.Prefill {
 		if err := e.prefill(context.Background(), nil); err != nil {
 			t.Fatal(err)

@@ -266,16 +266,29 @@ func TestDataConnAuthReplies(t *testing.T) {
 // (the scripted-peer tests' 10 a second was ~1000, 18 CPU-s for 30 s).
 func measureOnce(t *testing.T, w lab.Workload) *lab.Result {
 	t.Helper()
-	e, err := newEngine(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := plannedEngine(t, w)
 	defer e.shutdown()
-	if err := e.planPacing(); err != nil {
-		t.Fatal(err)
-	}
 	res := newResult(w, Options{})
 	e.measure(context.Background(), nil, nil)
 	e.collect(res)
 	return res
+}
+
+// plannedEngine is w's raw engine, w resolved and checked, connected,
+// with its pacing planned as a run plans it; the caller shuts it down.
+func plannedEngine(t *testing.T, w lab.Workload) *engine {
+	t.Helper()
+	w = w.Resolve()
+	if err := fields.Validate(w); err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.planPacing(); err != nil {
+		e.shutdown()
+		t.Fatal(err)
+	}
+	return e
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/linerate/linerate/lab"
 	"github.com/linerate/linerate/lab/sink"
+	"github.com/linerate/linerate/lab/sink/sinktest"
 )
 
 // The sink is a server too: a client's malformed or oversized request ends
@@ -89,20 +90,7 @@ func TestSinkRefusesMalformedRequests(t *testing.T) {
 // serve runs s on a loopback port until the test ends.
 func serve(t *testing.T, s *sink.Server) string {
 	t.Helper()
-	l, err := sink.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return l.Addr().String()
+	return sinktest.Serve(t, s).String()
 }
 
 // dial connects to a sink for the rest of the test, with a deadline that

@@ -82,7 +82,7 @@ func TestEnginesDrawTheSameSequence(t *testing.T) {
 				p, seen := recordingPeer(t, layout)
 				w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: tc.conns, Pipeline: 1, Threads: 1,
 					Keyspace: tc.keyspace, ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Ratio: tc.ratio, KeyDist: tc.dist,
-					Prefill: tc.prefill, Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(2 * time.Second),
+					Prefill: tc.prefill, Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(labtest.RequestTimeout),
 					Engine: name}.Resolve()
 				if err := fields.Validate(w); err != nil {
 					t.Fatal(err)

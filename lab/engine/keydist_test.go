@@ -36,7 +36,7 @@ func TestEngineDrawsZipfKeys(t *testing.T) {
 			p, seen := recordingPeer(t, layout)
 			w := lab.Workload{Host: "127.0.0.1", Port: p.Port, Connections: conns, Pipeline: 16, Threads: 1,
 				Keyspace: keyspace, ValueSz: lab.OneSize(lab.Size(layout.Size)), Seed: layout.Seed, Ratio: lab.Ratio{Gets: 1},
-				Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(5 * time.Second)}
+				Duration: lab.Duration(time.Minute), RequestTimeout: lab.Duration(labtest.RequestTimeout)}
 			if err := w.KeyDist.Set("zipf:" + strconv.FormatFloat(alpha, 'g', -1, 64)); err != nil {
 				t.Fatal(err)
 			}

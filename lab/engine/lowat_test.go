@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/lab"
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 // Replies of sizes on both sides of rawsock.RecvLowat, pipelined, small
@@ -30,9 +31,9 @@ func TestRepliesAroundTheWakeChunkAllArrive(t *testing.T) {
 				Ratio: lab.Ratio{Gets: 1}, Verify: c.verify, Warmup: lab.Duration(100 * time.Millisecond),
 				Seed: 7,
 				// A reply held back for bytes that never come stops its
-				// connection: its request times out within 2 s (in the
-				// window or the drain), an error, not the default minute.
-				RequestTimeout: lab.Duration(2 * time.Second)}
+				// connection: its request times out in the drain, an
+				// error, not an abandoned request.
+				RequestTimeout: lab.Duration(labtest.RequestTimeout)}
 			// 20/s: ~60 replies of the mix's 5 sizes a run, each size
 			// many times; at 50/s each emulated run verified 2.5 times
 			// the bytes.

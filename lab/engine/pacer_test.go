@@ -49,7 +49,7 @@ func TestEnginesFollowThePacer(t *testing.T) {
 				// The window opens at 150 ms and lasts far longer than
 				// the test: the pacer's stop is what ends the run.
 				Warmup: lab.Duration(150 * time.Millisecond), Duration: lab.Duration(time.Minute),
-				RequestTimeout: lab.Duration(5 * time.Second)}.Resolve()
+				RequestTimeout: lab.Duration(labtest.RequestTimeout)}.Resolve()
 			e, err := openEngine(w, nil)
 			if err != nil {
 				t.Fatal(err)

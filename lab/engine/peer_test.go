@@ -75,7 +75,7 @@ func runAgainst(t *testing.T, p *fakePeer, w lab.Workload) *lab.Result {
 	// under qemu-user a request's 100 ms keeps the queue short of the
 	// timeout (at 50 a second one of "large chunks" timed out there).
 	w.Duration, w.Rate, w.QueueLimit = lab.Duration(3*time.Second), lab.Rate{PerSec: 10}, lab.Duration(labtest.PacedQueueLimit)
-	w.RequestTimeout = lab.Duration(2 * time.Second)
+	w.RequestTimeout = lab.Duration(labtest.RequestTimeout)
 	w = w.Resolve()
 	if err := fields.Validate(w); err != nil {
 		t.Fatal(err)

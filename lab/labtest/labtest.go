@@ -103,6 +103,14 @@ func FreePort(t testing.TB) int {
 // the machine, not the code, stalled.
 const PacedQueueLimit = 30 * time.Second
 
+// RequestTimeout is a test run's request timeout where the test does not
+// judge timeouts: past any freeze as well, so a stalled process never
+// turns a request into an error and a reconnect (a 2 s timeout once gave
+// a one-connection run a second connection under make test). A test whose
+// timeout detects a reply that never comes still sees it: the request
+// times out inside the drain, which lasts its timeout.
+const RequestTimeout = PacedQueueLimit
+
 // freePortFloor is the lowest port FreePort draws: above the ports
 // services commonly own.
 const freePortFloor = 10000

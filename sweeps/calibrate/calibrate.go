@@ -112,10 +112,16 @@ func Measure(ctx context.Context, p Pair, c sweeps.Calibration, connections int)
 // two requests in flight per connection, so the link streams as iperf3's
 // does: with one, every reply's end drains the pipe before the next
 // request leaves, and one flow of 8 MiB GETs read 10.6 Gbit/s where two in
-// flight read 13.4 (SETs: 15 and 17; 4 flows alike with either).
+// flight read 13.4 (SETs: 15 and 17; 4 flows alike with either). SET
+// bodies are copied (--send copy), as iperf3's are, not spliced as auto
+// picks for a cell: splice spares a client CPU, not the link's time, and
+// on the netns veth it moved less, alternated 3 rounds of 4 with the sink
+// copying: one flow 18.0-28.8 Gbit/s spliced, 26.9-39.4 copied; 4 flows
+// 25.6-26.7 spliced, 29.0-32.2 copied, at the same client CPU per GB.
 func linkWorkload(host string, port int, c sweeps.Calibration, ratio lab.Ratio, conns int) lab.Workload {
 	w := lab.Workload{Host: host, Port: port, Connections: conns, Threads: min(conns, fields.MaxThreads), Pipeline: linkPipeline, Keyspace: sinkKeys,
-		ValueSz: lab.OneSize(c.ValueSize), Ratio: ratio, Warmup: c.Warmup, Duration: c.Duration, Verify: lab.VerifyNone, Seed: 1}
+		ValueSz: lab.OneSize(c.ValueSize), Ratio: ratio, Warmup: c.Warmup, Duration: c.Duration, Verify: lab.VerifyNone, Seed: 1,
+		Send: lab.SendCopy}
 	return w.Resolve()
 }
 

@@ -179,12 +179,19 @@ func allocsOfRun(t *testing.T, w lab.Workload) (allocs, bytes, requests uint64) 
 	runtime.ReadMemStats(&before)
 	e.measure(context.Background(), nil, nil)
 	runtime.ReadMemStats(&after)
+	requests = completed(e, phWarmup, phMeasure, phDrain)
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, requests
+}
+
+// completed is how many requests e's workers completed in the phases.
+func completed(e *engine, phases ...int) uint64 {
+	var n uint64
 	for _, wk := range e.workers {
-		for _, ph := range []int{phWarmup, phMeasure, phDrain} {
-			for _, n := range wk.phases[ph].ops {
-				requests += n
+		for _, ph := range phases {
+			for _, ops := range wk.phases[ph].ops {
+				n += ops
 			}
 		}
 	}
-	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, requests
+	return n
 }

@@ -106,13 +106,7 @@ func tracedMeasure(t *testing.T, engines []*engine) (requests []uint64, calls []
 	wg.Wait()
 	trace.Stop()
 	for _, e := range engines {
-		var n uint64
-		for _, wk := range e.workers {
-			for _, ops := range wk.phases[phMeasure].ops {
-				n += ops
-			}
-		}
-		requests = append(requests, n)
+		requests = append(requests, completed(e, phMeasure))
 	}
 	return requests, syscallsIn(t, tr.Bytes())
 }

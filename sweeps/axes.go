@@ -125,7 +125,11 @@ var namedAxes = []axisDef{
 			return nil, fmt.Errorf("%q: use auto (prefill cells that GET), true or false", n.Value)
 		},
 		apply: func(w *lab.Workload, v any) {
-			w.Prefill = v.(Prefill) == PrefillYes || (v.(Prefill) == PrefillAuto && (w.Ratio.Gets > 0 || w.Command.Reads()))
+			// Read from the resolved ratio: a campaign that names no op
+			// GETs all the same (the bench's default), and a GET of a key
+			// never written is a miss, not a transfer.
+			r := w.Resolve()
+			w.Prefill = v.(Prefill) == PrefillYes || (v.(Prefill) == PrefillAuto && (r.Ratio.Gets > 0 || r.Command.Reads()))
 		},
 		format: func(v any) string { return string(v.(Prefill)) },
 		segment: func(v any) string {

@@ -11,8 +11,9 @@ import (
 
 // --command in a campaign: mget and mset cells are named MGET and MSET in
 // the op segment (get and set are the ratio's GET and SET), prefill auto
-// prefills the cells that read, keys-per-op names cells only when it
-// varies, and the bench is started with the flags.
+// prefills the cells that read (a campaign naming no op reads: GET is the
+// default), keys-per-op names cells only when it varies, and the bench is
+// started with the flags.
 func TestCommandCells(t *testing.T) {
 	for _, tc := range []struct {
 		workload string
@@ -27,6 +28,10 @@ func TestCommandCells(t *testing.T) {
 			[]bool{true, true}},
 		{"  ratio: SET\n  command: mset\n  keys-per-op: 4\n",
 			[]string{"valkey@9.1/MSET/1MiB/r1"}, []bool{false}},
+		{"", []string{"valkey@9.1/GET/1MiB/r1"}, []bool{true}},
+		{"  prefill: auto\n", []string{"valkey@9.1/GET/1MiB/r1"}, []bool{true}},
+		{"  prefill: false\n", []string{"valkey@9.1/GET/1MiB/r1"}, []bool{false}},
+		{"  ratio: SET\n", []string{"valkey@9.1/SET/1MiB/r1"}, []bool{false}},
 	} {
 		spec := "name: t\nversions:\n  - store: valkey@9.1\nworkload:\n  value-size: 1MiB\n" + tc.workload
 		c, err := ParseCampaign("t.yaml", []byte(spec))

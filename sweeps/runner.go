@@ -402,6 +402,10 @@ func judge(res *lab.Result) string {
 		return fmt.Sprintf("verify: %d replies failed", bad)
 	}
 	if totalOps(res) == 0 {
+		if g := res.Ops[lab.OpGet]; g != nil && g.Misses > 0 {
+			// Not a timing matter: a longer window would miss as much.
+			return fmt.Sprintf("all %d GETs found no key: nothing wrote the keyspace; prefill it (workload.prefill: true)", g.Misses)
+		}
 		// Every request outlived the window: there is no figure, only a
 		// zero that would read as "this version moves nothing".
 		return fmt.Sprintf("no request completed inside the %s window; lengthen duration or lower connections", res.Window.Requested)

@@ -94,24 +94,53 @@ func serversUnder(dir string) []int {
 	return pids
 }
 
-// untilServing waits for a server of the run to be up (a cell is under
-// way).
+// loadMoved is how many bytes a server of the teardown campaign has read
+// and written once its cell's load is under way: its start, readiness
+// probes and prefill (4 keys of 64 KiB) stay under a third of it, and the
+// paced load (100 requests of 64 KiB a second) passes it in a third of a
+// second.
+const loadMoved = 2 << 20
+
+// untilServing waits for a server of the run to carry the cell's load. A
+// server process alone is not enough: a signal in its start, before it
+// answers, is rightly met by ending the server at once (SIGTERM, no
+// SHUTDOWN asked), which is not the teardown these tests mean to hold.
 func (r *sweepRun) untilServing(t *testing.T) []int {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if pids := serversUnder(r.out); len(pids) > 0 {
-			time.Sleep(500 * time.Millisecond) // into the cell
-			return pids
+		pids := serversUnder(r.out)
+		for _, pid := range pids {
+			if ioBytes(pid) >= loadMoved {
+				return pids
+			}
 		}
 		select {
 		case <-r.done:
-			t.Fatalf("sweep run ended before a server started:\n%s", r.stderr)
-		case <-time.After(100 * time.Millisecond):
+			t.Fatalf("sweep run ended before a server carried its load (servers seen: %v):\n%s", pids, r.stderr)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Fatalf("no server started in 2 minutes:\n%s", r.stderr)
+	t.Fatalf("no server carried the load in 2 minutes:\n%s", r.stderr)
 	return nil
+}
+
+// ioBytes is what pid has read and written through system calls (its
+// rchar and wchar: a server's socket reads and writes), 0 if unreadable.
+func ioBytes(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && (k == "rchar" || k == "wchar") {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			n += x
+		}
+	}
+	return n
 }
 
 func (r *sweepRun) signal(t *testing.T, sig syscall.Signal) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,7 +49,15 @@ type Local struct {
 	// Net, when set, runs the server in another network namespace of this
 	// machine (the netns provider's server host); nil: this one's.
 	Net *NetPlace
+
+	// pickPort chooses the port when the settings leave it to the
+	// launcher; nil: freePortIn (tests hand out a taken one).
+	pickPort func(n *NetPlace, bind string) (int, error)
 }
+
+// portPicks is how many ports a start tries when the ones it picked are
+// taken before the server binds them.
+const portPicks = 3
 
 // NetPlace is a network namespace as a launcher needs it: how to start a
 // process inside, and how to reach and probe ports from inside.
@@ -75,8 +84,23 @@ func (n *NetPlace) listen(network, addr string) (net.Listener, error) {
 	return n.Listen(network, addr)
 }
 
-// Start implements infra.Launcher.
+// Start implements infra.Launcher. A port it picked (the settings name
+// none) that is taken before the server binds it is picked again, up to
+// portPicks times: the kernel hands the same free ports to anyone who
+// asks, and the port is free only until the server binds it.
 func (l *Local) Start(ctx context.Context, s infra.ServerSettings) (infra.Server, error) {
+	for pick := 1; ; pick++ {
+		srv, err := l.start(ctx, s)
+		if err == nil || s.Port != 0 || !errors.Is(err, ErrPortInUse) || ctx.Err() != nil {
+			return srv, err
+		}
+		if pick == portPicks {
+			return nil, fmt.Errorf("%d ports picked, each taken before the server bound it; the last: %w", pick, err)
+		}
+	}
+}
+
+func (l *Local) start(ctx context.Context, s infra.ServerSettings) (infra.Server, error) {
 	kindGiven := s.Kind != "" || l.Identity.Kind != ""
 	if err := l.settle(&s); err != nil {
 		return nil, err
@@ -145,7 +169,11 @@ func (l *Local) settle(s *infra.ServerSettings) error {
 		return fmt.Errorf("start %s: %w", l.Binary, err)
 	}
 	if s.Port == 0 {
-		p, err := freePortIn(l.Net, s.Bind)
+		pick := l.pickPort
+		if pick == nil {
+			pick = freePortIn
+		}
+		p, err := pick(l.Net, s.Bind)
 		if err != nil {
 			return err
 		}
@@ -391,7 +419,7 @@ func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error
 	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
 		select {
 		case <-s.done:
-			return fmt.Errorf("start %s: %w (%s); log tail:\n%s", s.facts.Argv[0], ErrExitedEarly, s.exit, tail(s.logPath, 20))
+			return s.exitedEarly()
 		default:
 		}
 		if last = s.ping(ctx); last == nil {
@@ -411,6 +439,18 @@ func (s *localServer) ready(ctx context.Context, set infra.ServerSettings) error
 		case <-time.After(delay):
 		}
 	}
+}
+
+// exitedEarly says how the server ended before it answered; a server
+// whose port was taken says so in its log ("Address already in use",
+// Redis, Valkey and Go's words alike), and that is ErrPortInUse too.
+func (s *localServer) exitedEarly() error {
+	log := tail(s.logPath, 20)
+	err := fmt.Errorf("start %s: %w (%s); log tail:\n%s", s.facts.Argv[0], ErrExitedEarly, s.exit, log)
+	if strings.Contains(strings.ToLower(log), "address already in use") {
+		return fmt.Errorf("%w: %w", ErrPortInUse, err)
+	}
+	return err
 }
 
 // ping is one readiness probe, bounded on its own so a server that
@@ -440,6 +480,9 @@ func (s *localServer) capture(ctx context.Context) error {
 		return fmt.Errorf("capture facts: %w", err)
 	}
 	s.facts.InfoServer = resp.ParseInfo(info)
+	if err := s.ours(s.facts.InfoServer); err != nil {
+		return err
+	}
 	mem, err := c.Text(ctx, "INFO", "memory")
 	if err != nil {
 		return fmt.Errorf("capture facts: %w", err)
@@ -470,6 +513,17 @@ func (s *localServer) capture(ctx context.Context) error {
 	return nil
 }
 
+// ours checks that the server answering on the port is the process
+// started, when it names its process (INFO server process_id): another
+// that bound the port first (it was free when picked) would otherwise be
+// measured, and stopped, as this one.
+func (s *localServer) ours(info map[string]string) error {
+	if pid, ok := info["process_id"]; ok && pid != strconv.Itoa(s.facts.PID) {
+		return fmt.Errorf("%w: %s answers as process %s, not the started %d", ErrPortInUse, s.facts.Addr, pid, s.facts.PID)
+	}
+	return nil
+}
+
 // Stop implements infra.Server.
 func (s *localServer) Stop(ctx context.Context) error {
 	s.mu.Lock()
@@ -487,7 +541,11 @@ func (s *localServer) Stop(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, step)
 	c, derr := s.dial(sctx, time.Second)
 	if derr == nil {
-		_, _ = c.Do(sctx, "SHUTDOWN", "NOSAVE") // the connection closing is the answer
+		// Never SHUTDOWN a stranger: a server that did not bind its port
+		// may still be running while another answers there.
+		if derr = s.askedOurs(sctx, c); derr == nil {
+			_, _ = c.Do(sctx, "SHUTDOWN", "NOSAVE") // the connection closing is the answer
+		}
 		c.Close()
 	}
 	cancel()
@@ -506,6 +564,15 @@ func (s *localServer) Stop(ctx context.Context) error {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	return fmt.Errorf("stop %s: neither SHUTDOWN NOSAVE nor SIGTERM ended it; killed; log at %s", s.facts.Addr, s.logPath)
+}
+
+// askedOurs asks who answers on c and checks it is this server.
+func (s *localServer) askedOurs(ctx context.Context, c *resp.Conn) error {
+	info, err := c.Text(ctx, "INFO", "server")
+	if err != nil {
+		return err
+	}
+	return s.ours(resp.ParseInfo(info))
 }
 
 func (s *localServer) waitDone(ctx context.Context, d time.Duration) bool {

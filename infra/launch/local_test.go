@@ -19,6 +19,7 @@ import (
 	"github.com/linerate/linerate/infra/debpkg"
 	"github.com/linerate/linerate/infra/kernel"
 	"github.com/linerate/linerate/lab/cpus"
+	"github.com/linerate/linerate/lab/labtest"
 )
 
 // systemRedis is the bookworm redis-server .ci/setup installs: the "any
@@ -108,13 +109,8 @@ func TestLocalFaults(t *testing.T) {
 	l := &Local{Binary: bin}
 
 	t.Run("port in use", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		port := ln.Addr().(*net.TCPAddr).Port
-		_, err = l.Start(ctx, infra.ServerSettings{Kind: infra.Redis, Port: port})
+		port := listening(t)
+		_, err := l.Start(ctx, infra.ServerSettings{Kind: infra.Redis, Port: port})
 		if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), strconv.Itoa(port)) {
 			t.Errorf("err = %v, want ErrPortInUse naming %d", err, port)
 		}
@@ -258,4 +254,85 @@ func TestLocalAuth(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	}
+}
+
+// A port the launcher picked can be taken before the server binds it
+// (another test, another campaign on the machine: the kernel hands the
+// same free ports to anyone who asks). The launcher then picks another
+// and starts again; it never takes the stranger on the port for its own
+// server. Two strangers: one that only listens (the server cannot bind)
+// and a running redis (whose PING the readiness probe may reach first).
+func TestLocalPicksAnotherPortWhenItsPickIsTaken(t *testing.T) {
+	bin := systemRedis(t)
+	stranger := labtest.StartRedis(t)
+	for _, taken := range []int{listening(t), stranger.Port} {
+		picks := 0
+		l := &Local{Binary: bin, pickPort: func(n *NetPlace, bind string) (int, error) {
+			picks++
+			if picks == 1 {
+				return taken, nil
+			}
+			return freePortIn(n, bind)
+		}}
+		srv, err := l.Start(context.Background(), infra.ServerSettings{Kind: infra.Redis, LogDir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("port %d taken: %v", taken, err)
+		}
+		f := srv.Facts()
+		if picks != 2 || f.Addr == net.JoinHostPort("127.0.0.1", strconv.Itoa(taken)) || f.InfoServer["process_id"] != strconv.Itoa(f.PID) {
+			t.Errorf("port %d taken: %d picks, server at %s answering as process %s, started %d", taken, picks, f.Addr, f.InfoServer["process_id"], f.PID)
+		}
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	if !labtest.Runs(stranger.Cmd.Process.Pid) {
+		t.Error("the stranger on the taken port was stopped")
+	}
+}
+
+// Stop asks only its own server to SHUTDOWN: a process that did not bind
+// its port, with another server answering there, is ended by signal and
+// the other is left running.
+func TestStopLeavesTheStrangerOnItsPort(t *testing.T) {
+	stranger := labtest.StartRedis(t)
+	cmd := exec.Command("sleep", "60") // ours: alive, bound to nothing
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv := &localServer{cmd: cmd, done: make(chan struct{}), exited: make(chan infra.Exit, 1), logPath: filepath.Join(t.TempDir(), "log"),
+		settings: infra.ServerSettings{StopTimeout: 5 * time.Second},
+		facts:    infra.ServerFacts{PID: cmd.Process.Pid, Addr: stranger.Addr, Argv: []string{"sleep"}}}
+	go srv.wait()
+	err := srv.Stop(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "answers as process "+strconv.Itoa(stranger.Cmd.Process.Pid)) {
+		t.Errorf("Stop: %v; want it to name the stranger's process and say SIGTERM ended ours", err)
+	}
+	if labtest.Runs(cmd.Process.Pid) || !labtest.Runs(stranger.Cmd.Process.Pid) {
+		t.Errorf("ours runs: %v, the stranger runs: %v; want only the stranger", labtest.Runs(cmd.Process.Pid), labtest.Runs(stranger.Cmd.Process.Pid))
+	}
+}
+
+// A pick that stays taken ends the start after a few tries, saying so.
+func TestLocalGivesUpOnPortsThatStayTaken(t *testing.T) {
+	bin := systemRedis(t)
+	taken := listening(t)
+	picks := 0
+	l := &Local{Binary: bin, pickPort: func(*NetPlace, string) (int, error) { picks++; return taken, nil }}
+	_, err := l.Start(context.Background(), infra.ServerSettings{Kind: infra.Redis, LogDir: t.TempDir()})
+	if !errors.Is(err, ErrPortInUse) || picks != portPicks {
+		t.Errorf("%d picks, err = %v; want %d picks and ErrPortInUse", picks, err, portPicks)
+	}
+}
+
+// listening is a loopback port a listener of the test holds (accepting
+// nothing) until the test ends.
+func listening(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
 }

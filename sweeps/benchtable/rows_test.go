@@ -90,3 +90,29 @@ func TestRowsJudgeAndRender(t *testing.T) {
 		t.Errorf("JSON %s", data)
 	}
 }
+
+// A peer's progress output gives its figures; a peer that completed no
+// request in the window gives none, and its rows are not measured (not
+// MET against a zero), saying why.
+func TestPeerRunReadsItsProgress(t *testing.T) {
+	const size = 1 << 20
+	out := "SET: rps=1032.0 (overall: 1627.9) avg_msec=1.919 (overall: 1.208) 2463 requests\r" +
+		"SET: rps=1358.0 (overall: 1588.7) avg_msec=1.432 (overall: 1.236) 2812 requests\r"
+	r := peerRun("valkey-benchmark", out, size, 2.812)
+	if math.Abs(r.gbps-1588.7*size*8/1e9) > 1e-9 || math.Abs(r.cpuPerGB-2.812/(2812*size/1e9)) > 1e-9 || r.note != "" {
+		t.Errorf("run %+v from its progress", r)
+	}
+	none := peerRun("valkey-benchmark", "", size, 0.4)
+	want := "valkey-benchmark completed no request in a " + benchWindow.String() + " window"
+	if none.note != want {
+		t.Errorf("note %q, want %q", none.note, want)
+	}
+	for _, row := range []row{
+		compare("Gbps", "Gbps", "Gbps", []float64{1.4, 1.4, 1.4}, []float64{none.gbps, none.gbps, none.gbps}, atLeastX(1.5), none.note, none.note, none.note),
+		compare("CPU", "CPU-s/GB", "CPU-s/GB", []float64{0.8, 0.8, 0.8}, []float64{none.cpuPerGB, none.cpuPerGB, none.cpuPerGB}, atMostX(0.5), none.note, none.note, none.note),
+	} {
+		if row.Status != statusNotMeasured || row.Met != nil || row.Note != want+" (3 of 3 rounds)" {
+			t.Errorf("%s row against a peer that completed nothing: %s, note %q", row.Name, row.Status, row.Note)
+		}
+	}
+}

@@ -135,9 +135,8 @@ func cellArgs(port int, op lab.Op, size int64) []string {
 }
 
 // runPeer runs valkey-benchmark (or redis-benchmark) for the same window
-// and reads its own progress line: how many requests it completed and its
-// overall rate. A peer that completes none moved 0 Gbps at infinite CPU
-// per GB. extra are more of its flags (--tls --cacert FILE).
+// and reads its own progress line (peerRun). extra are more of its flags
+// (--tls --cacert FILE).
 func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64, extra ...string) run {
 	args := []string{"-p", strconv.Itoa(port), "-c", strconv.Itoa(benchConns), "--threads", strconv.Itoa(benchThreads),
 		"-r", strconv.Itoa(benchKeys), "-d", strconv.FormatInt(size, 10), "-n", "100000000",
@@ -153,14 +152,21 @@ func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64, extra .
 	stop := time.AfterFunc(benchWindow, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
 	_ = cmd.Wait()
 	stop.Stop()
-	out := outb.String()
+	return peerRun(filepath.Base(peer), outb.String(), size, cpuSeconds(cmd.ProcessState))
+}
+
+// peerRun reads a peer's progress output: how many requests it completed
+// and its overall rate; cpu is its CPU seconds. A peer that completed no
+// request gave no figure (NaN, the row not measured): its rate is not
+// zero, only longer than the window, and a ratio against it would read as
+// linerate infinitely faster.
+func peerRun(peer, out string, size int64, cpu float64) run {
 	done := lastMatch(progressDone, out)
 	if done == 0 {
-		return run{gbps: 0, cpuPerGB: math.Inf(1),
-			note: fmt.Sprintf("%s completed no request in a %s window", filepath.Base(peer), benchWindow)}
+		return failed(fmt.Sprintf("%s completed no request in a %s window", peer, benchWindow))
 	}
 	rps := lastMatch(progressRate, out)
-	return run{gbps: rps * float64(size) * 8 / 1e9, cpuPerGB: cpuSeconds(cmd.ProcessState) / (done * float64(size) / 1e9)}
+	return run{gbps: rps * float64(size) * 8 / 1e9, cpuPerGB: cpu / (done * float64(size) / 1e9)}
 }
 
 var (

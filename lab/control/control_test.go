@@ -106,15 +106,13 @@ func TestControlPlaneSpeaksTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	_, err = control.DialWith(ctx, w, control.Options{TLS: wrong})
 	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") || !strings.Contains(err.Error(), srv.Addr) {
 		t.Errorf("a client trusting another CA: %v; want the certificate problem and the server named", err)
 	}
-	// Refused at the handshake, not at the context's deadline (30 s):
-	// half of it apart, whatever the machine's load.
-	if took := time.Since(start); took > 15*time.Second {
-		t.Errorf("refused only after %s: the dial ran on towards the deadline", took)
+	// Refused at the handshake, not at the context's deadline.
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("refused only at the deadline: %v", err)
 	}
 	if c, err := control.Dial(ctx, w); err == nil {
 		c.Close()

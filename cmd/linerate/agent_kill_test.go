@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/linerate/linerate/infra"
 	"github.com/linerate/linerate/infra/netns"
@@ -66,7 +65,7 @@ func TestAgentKilledLeavesNoServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			if !labtest.GoneWithin(int(pid), 10*time.Second) {
+			if !labtest.GoneWithin(int(pid), labtest.GoneLimit) {
 				_ = syscall.Kill(int(pid), syscall.SIGKILL)
 				t.Errorf("the %s server (pid %d) outlived its SIGKILLed agent", tc.name, int(pid))
 			}

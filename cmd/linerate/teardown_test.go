@@ -361,14 +361,14 @@ func TestSweepRunThirdInterruptAbandons(t *testing.T) {
 		t.Errorf("no word of the abandon:\n%s", r.stderr)
 	}
 	for _, pid := range servers {
-		if !labtest.GoneWithin(pid, 5*time.Second) {
+		if !labtest.GoneWithin(pid, labtest.GoneLimit) {
 			t.Errorf("server %d outlived the abandoned run", pid)
 		}
 	}
 }
 
 // kill -9 of the runner: nothing of linerate runs to tear down, and its
-// server goes all the same (a parent-death signal), within seconds.
+// server goes all the same (a parent-death signal).
 func TestSweepRunKilledLeavesNoServer(t *testing.T) {
 	t.Parallel()
 	campaign, profiles := teardownCampaign(t, "local", false, noSave)
@@ -378,7 +378,7 @@ func TestSweepRunKilledLeavesNoServer(t *testing.T) {
 	r.signal(t, syscall.SIGKILL)
 	<-r.done
 	for _, pid := range servers {
-		if !labtest.GoneWithin(pid, 5*time.Second) {
+		if !labtest.GoneWithin(pid, labtest.GoneLimit) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("server %d outlived its SIGKILLed runner", pid)
 		}

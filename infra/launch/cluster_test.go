@@ -77,7 +77,7 @@ func TestClusterStartStop(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 		for _, pid := range pids {
-			if !labtest.GoneWithin(pid, 5*time.Second) {
+			if !labtest.GoneWithin(pid, labtest.GoneLimit) {
 				t.Errorf("node pid %d still runs after Stop", pid)
 			}
 		}
@@ -114,7 +114,7 @@ func TestClusterStartFails(t *testing.T) {
 	if len(f.started) != 1 {
 		t.Fatalf("%d nodes started", len(f.started))
 	}
-	if pid := f.started[0].Facts().PID; !labtest.GoneWithin(pid, 5*time.Second) {
+	if pid := f.started[0].Facts().PID; !labtest.GoneWithin(pid, labtest.GoneLimit) {
 		t.Errorf("node 1 (pid %d) still runs after node 2 failed", pid)
 	}
 	for _, tc := range []struct {

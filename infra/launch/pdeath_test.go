@@ -111,7 +111,7 @@ func TestLocalServerDiesWithItsRunner(t *testing.T) {
 			}
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
-			if !labtest.GoneWithin(pid, 5*time.Second) {
+			if !labtest.GoneWithin(pid, labtest.GoneLimit) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				t.Errorf("server %d outlived its SIGKILLed runner", pid)
 			}

@@ -436,11 +436,14 @@ func TestCLIFaults(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		// Whether it stopped for the signal is the exit code and the
+		// record's stop reason (it would complete its 30 s otherwise);
+		// the bound only ends a hang.
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(2 * time.Minute):
 			_ = cmd.Process.Kill()
-			t.Fatal("bench did not stop within 10 s of SIGINT")
+			t.Fatal("bench did not end within 2 minutes of SIGINT (its window is 30 s)")
 		}
 		if code := cmd.ProcessState.ExitCode(); code != exitcode.Interrupted {
 			t.Fatalf("exit %d", code)

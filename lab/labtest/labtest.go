@@ -50,6 +50,11 @@ func Runs(pid int) bool {
 	return i > 0 && !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
 }
 
+// GoneLimit is how long a test waits for a process that was told to go
+// (killed, its parent dead): past any freeze as well; one that is gone
+// ends the wait at once.
+const GoneLimit = PacedQueueLimit
+
 // GoneWithin waits up to d for pid to stop running (Runs) and says
 // whether it did.
 func GoneWithin(pid int, d time.Duration) bool {

@@ -131,7 +131,7 @@ func TestReapOrphansChecksTheProcessIdentity(t *testing.T) {
 				}
 				return
 			}
-			if !labtest.GoneWithin(realPID, 5*time.Second) {
+			if !labtest.GoneWithin(realPID, labtest.GoneLimit) {
 				t.Errorf("the orphan server %d still runs", realPID)
 			}
 		})

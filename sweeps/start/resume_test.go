@@ -95,7 +95,7 @@ func TestRealResumeAfterRunnerSIGKILL(t *testing.T) {
 		t.Fatal("no server facts recorded")
 	}
 	orphan, _ := strconv.Atoi(before.Env.Servers[len(before.Env.Servers)-1].Info["process_id"])
-	if !labtest.GoneWithin(orphan, 5*time.Second) {
+	if !labtest.GoneWithin(orphan, labtest.GoneLimit) {
 		t.Errorf("server %d outlived its SIGKILLed runner", orphan)
 	}
 	if reaped := ReapOrphans(context.Background(), before); len(reaped) != 0 {

@@ -131,12 +131,21 @@ func faultsPerRequest(b *testing.B, bin string, port int, op lab.Op, extra ...st
 	return r.Client.MinorFaultsPerOp, nil
 }
 
-// pairRows are a cell's two rows: Gbps (goal g) and client CPU-s/GB.
+// pairRows are a cell's two rows: Gbps (goal g) and client CPU-s/GB, the
+// latter noting the user-space share of each side: on loopback most of a
+// sender's CPU is the kernel's (the receiver's softirq runs in the
+// sender's send call), the same for both tools, and the user-space
+// figures are each tool's own work.
 func pairRows(cell, peer string, g goal, lr, pr []run) []row {
 	ns := notes(lr, pr)
+	cpu := compare(cell+" CPU-s/GB vs "+peer, "CPU-s/GB", "CPU-s/GB", each(lr, func(r run) float64 { return r.cpuPerGB }), each(pr, func(r run) float64 { return r.cpuPerGB }), goalCPU, ns...)
+	lu, pu := median(each(lr, func(r run) float64 { return r.userPerGB })), median(each(pr, func(r run) float64 { return r.userPerGB }))
+	if !math.IsNaN(lu) && !math.IsNaN(pu) && pu > 0 {
+		cpu = cpu.with(fmt.Sprintf("user space %.3f vs %.3f CPU-s/GB (%.2fx), the rest the kernel's", lu, pu, lu/pu))
+	}
 	return []row{
 		compare(cell+" Gbps vs "+peer, "Gbps", "Gbps", each(lr, func(r run) float64 { return r.gbps }), each(pr, func(r run) float64 { return r.gbps }), g, ns...),
-		compare(cell+" CPU-s/GB vs "+peer, "CPU-s/GB", "CPU-s/GB", each(lr, func(r run) float64 { return r.cpuPerGB }), each(pr, func(r run) float64 { return r.cpuPerGB }), goalCPU, ns...),
+		cpu,
 	}
 }
 

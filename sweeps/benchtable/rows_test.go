@@ -98,11 +98,12 @@ func TestPeerRunReadsItsProgress(t *testing.T) {
 	const size = 1 << 20
 	out := "SET: rps=1032.0 (overall: 1627.9) avg_msec=1.919 (overall: 1.208) 2463 requests\r" +
 		"SET: rps=1358.0 (overall: 1588.7) avg_msec=1.432 (overall: 1.236) 2812 requests\r"
-	r := peerRun("valkey-benchmark", out, size, 2.812)
-	if math.Abs(r.gbps-1588.7*size*8/1e9) > 1e-9 || math.Abs(r.cpuPerGB-2.812/(2812*size/1e9)) > 1e-9 || r.note != "" {
+	r := peerRun("valkey-benchmark", out, size, cpuTime{user: 0.812, sys: 2})
+	gb := 2812 * size / 1e9
+	if math.Abs(r.gbps-1588.7*size*8/1e9) > 1e-9 || math.Abs(r.cpuPerGB-2.812/gb) > 1e-9 || math.Abs(r.userPerGB-0.812/gb) > 1e-9 || r.note != "" {
 		t.Errorf("run %+v from its progress", r)
 	}
-	none := peerRun("valkey-benchmark", "", size, 0.4)
+	none := peerRun("valkey-benchmark", "", size, cpuTime{user: 0.1, sys: 0.3})
 	want := "valkey-benchmark completed no request in a " + benchWindow.String() + " window"
 	if none.note != want {
 		t.Errorf("note %q, want %q", none.note, want)
@@ -114,5 +115,21 @@ func TestPeerRunReadsItsProgress(t *testing.T) {
 		if row.Status != statusNotMeasured || row.Met != nil || row.Note != want+" (3 of 3 rounds)" {
 			t.Errorf("%s row against a peer that completed nothing: %s, note %q", row.Name, row.Status, row.Note)
 		}
+	}
+}
+
+// A cell's CPU row says each side's user-space share, the tool's own
+// work; a side without figures gives no such note.
+func TestPairRowsNoteTheUserSpaceShare(t *testing.T) {
+	lr := []run{moved(25, 9, cpuTime{0.225, 2.7}), moved(30, 11, cpuTime{0.22, 2.7}), moved(27, 10, cpuTime{0.25, 2.9})}
+	pr := []run{moved(25, 9, cpuTime{1.152, 2.3}), moved(26, 9, cpuTime{1.152, 2.1}), moved(26, 9, cpuTime{1.17, 2.2})}
+	rows := pairRows("SET 1MiB", "valkey-benchmark", goalGbps, lr, pr)
+	want := "user space 0.025 vs 0.128 CPU-s/GB (0.20x), the rest the kernel's"
+	if len(rows) != 2 || rows[1].Note != want || rows[0].Note != "" {
+		t.Errorf("rows %q / %q; want the CPU row to say %q", rows[0].Note, rows[1].Note, want)
+	}
+	none := []run{failed("peer: no TLS"), failed("peer: no TLS"), failed("peer: no TLS")}
+	if rows := pairRows("SET 1MiB", "valkey-benchmark", goalGbps, lr, none); strings.Contains(rows[1].Note, "user space") {
+		t.Errorf("a peer without figures still gave a user-space note: %q", rows[1].Note)
 	}
 }

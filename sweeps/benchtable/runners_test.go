@@ -34,25 +34,32 @@ const (
 // 16 x 64 MiB over TLS, a start, an exit.
 const runLimit = 2 * time.Minute
 
-// cpuSeconds is a finished process's user+sys CPU.
-func cpuSeconds(ps *os.ProcessState) float64 {
+// cpuTime is a finished process's CPU seconds, in user space and in the
+// kernel.
+type cpuTime struct{ user, sys float64 }
+
+func (c cpuTime) total() float64 { return c.user + c.sys }
+
+func (c cpuTime) scaled(k float64) cpuTime { return cpuTime{c.user * k, c.sys * k} }
+
+func cpuOf(ps *os.ProcessState) cpuTime {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0
+		return cpuTime{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return cpuTime{time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()}
 }
 
 // benchCLI runs `linerate bench --quiet --json FILE args...`, bounded by
 // its window plus runLimit, and returns its record and the process's CPU
-// seconds. A run that fails says why in its error (the CLI's last line).
-func benchCLI(b *testing.B, bin string, window time.Duration, args ...string) (*lab.Result, float64, error) {
+// time. A run that fails says why in its error (the CLI's last line).
+func benchCLI(b *testing.B, bin string, window time.Duration, args ...string) (*lab.Result, cpuTime, error) {
 	out := filepath.Join(b.TempDir(), "r.json")
 	ctx, cancel := context.WithTimeout(context.Background(), window+runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"bench", "--quiet", "--json", out}, args...)...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, 0, fmt.Errorf("linerate bench: %v %s", err, lastLine(string(msg)))
+		return nil, cpuTime{}, fmt.Errorf("linerate bench: %v %s", err, lastLine(string(msg)))
 	}
 	var r lab.Result
 	data, err := os.ReadFile(out)
@@ -60,20 +67,26 @@ func benchCLI(b *testing.B, bin string, window time.Duration, args ...string) (*
 		err = json.Unmarshal(data, &r)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("linerate bench record: %w", err)
+		return nil, cpuTime{}, fmt.Errorf("linerate bench record: %w", err)
 	}
-	return &r, cpuSeconds(cmd.ProcessState), nil
+	return &r, cpuOf(cmd.ProcessState), nil
 }
 
 // run is one run of either tool in a cell; a failed run's figures are
-// NaN and its note says why.
+// NaN and its note says why. userPerGB is the user-space share of
+// cpuPerGB: the tool's own work, where the rest is the kernel's.
 type run struct {
-	gbps, cpuPerGB float64
-	note           string
+	gbps, cpuPerGB, userPerGB float64
+	note                      string
 }
 
 func failed(note string) run {
-	return run{gbps: math.NaN(), cpuPerGB: math.NaN(), note: note}
+	return run{gbps: math.NaN(), cpuPerGB: math.NaN(), userPerGB: math.NaN(), note: note}
+}
+
+// moved is the run of a tool that moved gb gigabytes at gbps on cpu.
+func moved(gbps, gb float64, cpu cpuTime) run {
+	return run{gbps: gbps, cpuPerGB: cpu.total() / gb, userPerGB: cpu.user / gb}
 }
 
 // each is one figure of every run.
@@ -117,9 +130,9 @@ func runLinerate(b *testing.B, bin string, port int, op lab.Op, size int64, pref
 		return failed("linerate completed no request")
 	}
 	if prefill { // take the prefill's share off: the peer does not prefill
-		cpu *= float64(ops) / float64(ops+r.Phases[lab.PhasePrefill].Ops[lab.OpSet])
+		cpu = cpu.scaled(float64(ops) / float64(ops+r.Phases[lab.PhasePrefill].Ops[lab.OpSet]))
 	}
-	return run{gbps: r.Ops[op].Gbps, cpuPerGB: cpu / (float64(ops) * float64(size) / 1e9)}
+	return moved(r.Ops[op].Gbps, float64(ops)*float64(size)/1e9, cpu)
 }
 
 // cellArgs are linerate's flags for a cell of the peer comparison against
@@ -152,21 +165,21 @@ func runPeer(b *testing.B, peer string, port int, op lab.Op, size int64, extra .
 	stop := time.AfterFunc(benchWindow, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
 	_ = cmd.Wait()
 	stop.Stop()
-	return peerRun(filepath.Base(peer), outb.String(), size, cpuSeconds(cmd.ProcessState))
+	return peerRun(filepath.Base(peer), outb.String(), size, cpuOf(cmd.ProcessState))
 }
 
 // peerRun reads a peer's progress output: how many requests it completed
-// and its overall rate; cpu is its CPU seconds. A peer that completed no
+// and its overall rate; cpu is its CPU time. A peer that completed no
 // request gave no figure (NaN, the row not measured): its rate is not
 // zero, only longer than the window, and a ratio against it would read as
 // linerate infinitely faster.
-func peerRun(peer, out string, size int64, cpu float64) run {
+func peerRun(peer, out string, size int64, cpu cpuTime) run {
 	done := lastMatch(progressDone, out)
 	if done == 0 {
 		return failed(fmt.Sprintf("%s completed no request in a %s window", peer, benchWindow))
 	}
 	rps := lastMatch(progressRate, out)
-	return run{gbps: rps * float64(size) * 8 / 1e9, cpuPerGB: cpu / (done * float64(size) / 1e9)}
+	return moved(rps*float64(size)*8/1e9, done*float64(size)/1e9, cpu)
 }
 
 var (

@@ -100,9 +100,14 @@ type EngineInfo struct {
 	// under TLS) or client (valkey-go).
 	Discard string `json:"discard,omitempty"` // absent when nothing was measured
 	// Send is how SET value bodies went out: copy, splice or zerocopy
-	// (lab.Send, as the engine chose it for --send auto); absent for
+	// (lab.Send, as the engine chose it for --send auto: copy to a server
+	// on this host, splice elsewhere); absent for
 	// valkey-go and when nothing was measured.
 	Send string `json:"send,omitempty"`
+	// SendCall is the most one plain-TCP send call of a request asks of
+	// the socket: "128KiB", or "request" where copy writes each request
+	// whole (a path that stays on this host); absent where Send is.
+	SendCall string `json:"send_call,omitempty"`
 }
 
 // BuildInfo identifies the binary that measured.

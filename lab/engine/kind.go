@@ -18,7 +18,7 @@ type kind interface {
 
 // rawKind is the raw engine: one epoll loop per pinned thread (worker.go).
 type rawKind struct {
-	send lab.Send // SET bodies: copy, splice or zerocopy (send.go)
+	send sendPlan // SET bodies: copy, splice or zerocopy, and the call bound (send.go)
 }
 
 func (rawKind) run(wk *worker)      { wk.run() }
@@ -41,8 +41,9 @@ func (k rawKind) describe(e *engine, res *lab.Result) {
 	switch {
 	case w.Command == lab.CommandMSet:
 		res.Engine.Send = string(lab.SendCopy) // an MSET's pieces are all written (multikey.go)
+		res.Engine.SendCall = callName(k.send.call)
 	case w.Ratio.Sets > 0 || w.Prefill:
-		res.Engine.Send = string(k.send)
+		res.Engine.Send, res.Engine.SendCall = string(k.send.mode), callName(k.send.call)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"time"
@@ -28,7 +29,7 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	send, err := chooseSend(w.Send, tlsCfg != nil)
+	send, err := chooseSend(w.Send, tlsCfg != nil, hostLocal(w.Host, net.InterfaceAddrs))
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func (e *engine) newConn(wk *worker, index, unit, depth int, ch chooser) *rconn 
 // dial connects c and registers it with its worker; on failure it shuts
 // the engine down.
 func (e *engine) dial(c *rconn) error {
-	if err := c.bs.open(c.wk.send); err != nil {
+	if err := c.bs.open(c.wk.send.mode); err != nil {
 		e.shutdown()
 		return err
 	}

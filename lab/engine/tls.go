@@ -188,12 +188,13 @@ func (c *rconn) read(p []byte) (int, error) {
 	return 0, err
 }
 
-// writev sends iov's bytes: up to rawsock.SendChunk for plain TCP; for TLS up to
+// writev sends iov's bytes: up to the plan's call bound for plain TCP
+// (sendPlan: rawsock.SendChunk, or the whole request); for TLS up to
 // tlsChunk sealed into the session, once earlier ciphertext has left. It
 // returns the plaintext bytes taken, or EAGAIN, as rawsock.Writev.
 func (c *rconn) writev(iov []unix.Iovec) (int, error) {
 	if c.tls == nil {
-		return rawsock.WritevChunk(c.fd, iov)
+		return rawsock.WritevUpTo(c.fd, iov, c.wk.send.call)
 	}
 	if r := c.tls.rec; r != nil {
 		if err := r.flush(); err != nil {

@@ -78,7 +78,7 @@ type worker struct {
 	conns   []*rconn
 	scratch []byte
 	noTrunc bool
-	send    lab.Send // SET bodies: copy, splice or zerocopy (send.go)
+	send    sendPlan // SET bodies: copy, splice or zerocopy, and the call bound (send.go)
 
 	measure   [2]opStats
 	phases    [4]phaseStats

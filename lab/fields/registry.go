@@ -203,8 +203,8 @@ var Registry = []Field{
 		Help:    "with --tls: do not verify the server's certificate (never the default; not with --cacert)",
 		Meaning: "do not verify the server's certificate: only when named, never with `--cacert`", Shown: "off", Others: "vb `--insecure`; mt `--tls-skip-verify`"},
 	{Go: "Send", Flag: "send", Example: "splice", Key: "send", Column: "send",
-		Help:    "how a SET's value body is sent: auto (splice where the kernel has it, copy under --tls), copy (writev), splice (page references through a pipe), zerocopy (MSG_ZEROCOPY; on loopback and veth the kernel still copies)",
-		Meaning: "how a SET's value body of 32 KiB or more is sent: `copy` (writev), `splice` (page references through a pipe, no copy on the client), `zerocopy` (MSG_ZEROCOPY; loopback and veth still copy), `auto` (splice where a pipe opens, copy under `--tls`); what ran is recorded as `engine.send`", Shown: "auto",
+		Help:    "how a SET's value body is sent: auto (copy when the server is on this host, splice elsewhere where the kernel has it, copy under --tls), copy (writev; a whole request a call when the server is on this host), splice (page references through a pipe), zerocopy (MSG_ZEROCOPY; on loopback and veth the kernel still copies)",
+		Meaning: "how a SET's value body of 32 KiB or more is sent: `copy` (writev, 128 KiB a call; a whole request a call when the server is on this host, where the send delivers inside the call and chunks gain nothing), `splice` (page references through a pipe, no copy on the client), `zerocopy` (MSG_ZEROCOPY; loopback and veth still copy), `auto` (copy when the server is on this host, splice elsewhere where a pipe opens, copy under `--tls`); what ran is recorded as `engine.send` and `engine.send_call`", Shown: "auto",
 		Others: "none in either (both copy)"},
 	KeyspaceLarge,
 }

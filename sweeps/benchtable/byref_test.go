@@ -77,9 +77,9 @@ func buildOldSink(b *testing.B) (string, string) {
 }
 
 // BenchmarkSetVersusIperfZerocopy: linerate SET 8 MiB against the sink
-// (bodies sent as --send auto picks, payloads dropped in the kernel)
-// beside iperf3 -Z (sendfile) client to server, 8 flows each: the
-// sender's CPU-s per GB.
+// (bodies sent as --send auto picks for loopback, copied a request a
+// call; payloads dropped in the kernel) beside iperf3 -Z (sendfile)
+// client to server, 8 flows each: the sender's CPU-s per GB.
 func BenchmarkSetVersusIperfZerocopy(b *testing.B) {
 	results.guard(b, secPeer, "linerate vs the peer benchmark")
 	bin := labtest.Binary(b)

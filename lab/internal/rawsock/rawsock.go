@@ -86,13 +86,13 @@ func Writev(fd int, iov []unix.Iovec) (int, error) {
 // runs).
 const SendChunk = 128 << 10
 
-// WritevChunk writes at most SendChunk bytes of iov with writev.
-func WritevChunk(fd int, iov []unix.Iovec) (int, error) {
+// WritevUpTo writes at most limit bytes of iov with writev.
+func WritevUpTo(fd int, iov []unix.Iovec, limit int) (int, error) {
 	total := 0
 	for i := range iov {
 		l := int(iov[i].Len)
-		if total+l > SendChunk {
-			iov[i].SetLen(SendChunk - total) // restored below: the caller's iov is its record of what is left
+		if total+l > limit {
+			iov[i].SetLen(limit - total) // restored below: the caller's iov is its record of what is left
 			n, err := Writev(fd, iov[:i+1])
 			iov[i].SetLen(l)
 			return n, err

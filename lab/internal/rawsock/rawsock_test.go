@@ -8,21 +8,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WritevChunk sends at most SendChunk bytes a call, whatever the iovecs'
-// sizes, and leaves the caller's iovecs as they were: the caller advances
-// them by what was written.
-func TestWritevChunkSendsAtMostAChunk(t *testing.T) {
+// WritevUpTo sends at most its limit a call, whatever the iovecs' sizes,
+// and leaves the caller's iovecs as they were: the caller advances them
+// by what was written.
+func TestWritevUpToSendsAtMostItsLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		sizes []int
+		limit int
 		want  int
 	}{
-		{"under a chunk", []int{10, 20, 30}, 60},
-		{"exactly a chunk", []int{SendChunk / 2, SendChunk / 2}, SendChunk},
-		{"one iovec over", []int{SendChunk + 1}, SendChunk},
-		{"cut in the second", []int{100, SendChunk, 5}, SendChunk},
-		{"cut at a boundary", []int{SendChunk, 7}, SendChunk},
-		{"8 MiB in three", []int{12, 8 << 20, 2}, SendChunk},
+		{"under a chunk", []int{10, 20, 30}, SendChunk, 60},
+		{"exactly a chunk", []int{SendChunk / 2, SendChunk / 2}, SendChunk, SendChunk},
+		{"one iovec over", []int{SendChunk + 1}, SendChunk, SendChunk},
+		{"cut in the second", []int{100, SendChunk, 5}, SendChunk, SendChunk},
+		{"cut at a boundary", []int{SendChunk, 7}, SendChunk, SendChunk},
+		{"8 MiB in three", []int{12, 8 << 20, 2}, SendChunk, SendChunk},
+		{"a whole request under a large limit", []int{12, 512 << 10, 2}, 1 << 30, 512<<10 + 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p [2]int
@@ -31,7 +33,7 @@ func TestWritevChunkSendsAtMostAChunk(t *testing.T) {
 			}
 			defer unix.Close(p[0])
 			defer unix.Close(p[1])
-			// Room for more than a chunk, so only WritevChunk can cut.
+			// Room for more than a chunk, so only WritevUpTo can cut.
 			if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20); err != nil {
 				t.Fatal(err)
 			}
@@ -43,9 +45,9 @@ func TestWritevChunkSendsAtMostAChunk(t *testing.T) {
 				bufs, all = append(bufs, b), append(all, b...)
 				SetIov(&iov[i], b)
 			}
-			n, err := WritevChunk(p[1], iov)
+			n, err := WritevUpTo(p[1], iov, tc.limit)
 			if err != nil || n != tc.want {
-				t.Fatalf("WritevChunk = %d, %v; want %d", n, err, tc.want)
+				t.Fatalf("WritevUpTo = %d, %v; want %d", n, err, tc.want)
 			}
 			for i, b := range bufs {
 				if int(iov[i].Len) != len(b) || iov[i].Base != &b[0] {

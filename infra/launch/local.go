@@ -540,11 +540,14 @@ func (s *localServer) Stop(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, step)
 	c, derr := s.dial(sctx, time.Second)
+	stranger := false
 	if derr == nil {
 		// Never SHUTDOWN a stranger: a server that did not bind its port
 		// may still be running while another answers there.
 		if derr = s.askedOurs(sctx, c); derr == nil {
 			_, _ = c.Do(sctx, "SHUTDOWN", "NOSAVE") // the connection closing is the answer
+		} else {
+			stranger = true
 		}
 		c.Close()
 	}
@@ -556,7 +559,10 @@ func (s *localServer) Stop(ctx context.Context) error {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	if s.waitDone(ctx, step) {
-		if derr != nil {
+		switch {
+		case stranger:
+			return fmt.Errorf("stop %s: not asked to SHUTDOWN NOSAVE (%v); SIGTERM ended the started process", s.facts.Addr, derr)
+		case derr != nil:
 			return fmt.Errorf("stop %s: no control connection for SHUTDOWN NOSAVE (%v); SIGTERM ended it", s.facts.Addr, derr)
 		}
 		return fmt.Errorf("stop %s: SHUTDOWN NOSAVE did not end it within %s; SIGTERM did", s.facts.Addr, step)

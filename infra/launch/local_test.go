@@ -305,8 +305,9 @@ func TestStopLeavesTheStrangerOnItsPort(t *testing.T) {
 		facts:    infra.ServerFacts{PID: cmd.Process.Pid, Addr: stranger.Addr, Argv: []string{"sleep"}}}
 	go srv.wait()
 	err := srv.Stop(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "answers as process "+strconv.Itoa(stranger.Cmd.Process.Pid)) {
-		t.Errorf("Stop: %v; want it to name the stranger's process and say SIGTERM ended ours", err)
+	if err == nil || !strings.Contains(err.Error(), "answers as process "+strconv.Itoa(stranger.Cmd.Process.Pid)) ||
+		!strings.Contains(err.Error(), "not asked to SHUTDOWN") || strings.Contains(err.Error(), "no control connection") {
+		t.Errorf("Stop: %v; want it to name the stranger's process, say it was not asked to SHUTDOWN and that SIGTERM ended ours", err)
 	}
 	if labtest.Runs(cmd.Process.Pid) || !labtest.Runs(stranger.Cmd.Process.Pid) {
 		t.Errorf("ours runs: %v, the stranger runs: %v; want only the stranger", labtest.Runs(cmd.Process.Pid), labtest.Runs(stranger.Cmd.Process.Pid))

@@ -104,9 +104,10 @@ type EngineInfo struct {
 	// on this host, splice elsewhere); absent for
 	// valkey-go and when nothing was measured.
 	Send string `json:"send,omitempty"`
-	// SendCall is the most one plain-TCP send call of a request asks of
-	// the socket: "128KiB", or "request" where copy writes each request
-	// whole (a path that stays on this host); absent where Send is.
+	// SendCall is the most of a request one send call asks of the
+	// socket: "128KiB", "request" where copy writes each request whole
+	// (a path that stays on this host), or under TLS "256KiB" of
+	// plaintext sealed a call; absent where Send is.
 	SendCall string `json:"send_call,omitempty"`
 }
 

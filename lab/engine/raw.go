@@ -29,6 +29,8 @@ func newRoutedEngine(w lab.Workload, rt *route) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A cluster's nodes are judged by the seed's address: one host's
+	// cluster is all loopback, a remote one all remote.
 	send, err := chooseSend(w.Send, tlsCfg != nil, hostLocal(w.Host, net.InterfaceAddrs))
 	if err != nil {
 		return nil, err

@@ -55,10 +55,10 @@ type bodySend struct {
 }
 
 // sendPlan is how the raw engine sends: SET bodies' mode, and the most
-// bytes one plain-TCP writev of a request carries.
+// bytes of a request one send call carries.
 type sendPlan struct {
 	mode lab.Send
-	call int // rawsock.SendChunk, or wholeRequest
+	call int // rawsock.SendChunk, wholeRequest, or under TLS tlsChunk of plaintext
 }
 
 // wholeRequest bounds a writev by nothing but the request: the socket
@@ -94,10 +94,9 @@ func callName(call int) string {
 func chooseSend(asked lab.Send, tls, local bool) (sendPlan, error) {
 	plan := sendPlan{mode: asked, call: rawsock.SendChunk}
 	switch {
-	case tls && asked == lab.SendAuto:
-		plan.mode = lab.SendCopy
-		return plan, nil
-	case tls && asked != lab.SendCopy:
+	case tls && (asked == lab.SendAuto || asked == lab.SendCopy):
+		return sendPlan{mode: lab.SendCopy, call: tlsChunk}, nil
+	case tls:
 		return sendPlan{}, fmt.Errorf("--send %s: under --tls every byte is sealed into a TLS record, a copy; use --send copy or auto", asked) // Validate refuses it first
 	case asked == lab.SendAuto && local:
 		plan.mode = lab.SendCopy
@@ -110,7 +109,7 @@ func chooseSend(asked lab.Send, tls, local bool) (sendPlan, error) {
 			p.Close()
 		}
 	}
-	if plan.mode == lab.SendCopy && local && !tls {
+	if plan.mode == lab.SendCopy && local {
 		plan.call = wholeRequest
 	}
 	return plan, nil

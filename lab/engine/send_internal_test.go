@@ -16,7 +16,7 @@ import (
 // The plan follows the path: on this host auto copies and copy writes a
 // request whole; off it auto splices (where a pipe opens, as on every
 // kernel these tests run on) and every mode sends 128 KiB a call. TLS
-// copies whatever the path, and its calls are the record layer's.
+// copies whatever the path, tlsChunk of plaintext sealed a call.
 func TestChooseSendByPath(t *testing.T) {
 	for _, tc := range []struct {
 		asked      lab.Send
@@ -30,9 +30,9 @@ func TestChooseSendByPath(t *testing.T) {
 		{lab.SendCopy, false, false, lab.SendCopy, rawsock.SendChunk},
 		{lab.SendSplice, false, true, lab.SendSplice, rawsock.SendChunk},
 		{lab.SendZerocopy, false, true, lab.SendZerocopy, rawsock.SendChunk},
-		{lab.SendAuto, true, true, lab.SendCopy, rawsock.SendChunk},
-		{lab.SendAuto, true, false, lab.SendCopy, rawsock.SendChunk},
-		{lab.SendCopy, true, true, lab.SendCopy, rawsock.SendChunk},
+		{lab.SendAuto, true, true, lab.SendCopy, tlsChunk},
+		{lab.SendAuto, true, false, lab.SendCopy, tlsChunk},
+		{lab.SendCopy, true, true, lab.SendCopy, tlsChunk},
 	} {
 		got, err := chooseSend(tc.asked, tc.tls, tc.local)
 		if err != nil || got.mode != tc.mode || got.call != tc.call {
@@ -42,7 +42,7 @@ func TestChooseSendByPath(t *testing.T) {
 	if _, err := chooseSend(lab.SendSplice, true, true); err == nil || !strings.Contains(err.Error(), "--send splice") {
 		t.Errorf("splice under TLS: %v, want a refusal naming --send splice", err)
 	}
-	for call, want := range map[int]string{wholeRequest: "request", rawsock.SendChunk: "128KiB"} {
+	for call, want := range map[int]string{wholeRequest: "request", rawsock.SendChunk: "128KiB", tlsChunk: "256KiB"} {
 		if got := callName(call); got != want {
 			t.Errorf("callName(%d) = %q, want %q", call, got, want)
 		}

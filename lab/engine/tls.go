@@ -190,7 +190,7 @@ func (c *rconn) read(p []byte) (int, error) {
 
 // writev sends iov's bytes: up to the plan's call bound for plain TCP
 // (sendPlan: rawsock.SendChunk, or the whole request); for TLS up to
-// tlsChunk sealed into the session, once earlier ciphertext has left. It
+// tlsChunk (the plan's bound under TLS) sealed into the session, once earlier ciphertext has left. It
 // returns the plaintext bytes taken, or EAGAIN, as rawsock.Writev.
 func (c *rconn) writev(iov []unix.Iovec) (int, error) {
 	if c.tls == nil {

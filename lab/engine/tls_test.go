@@ -171,6 +171,9 @@ func tlsGetSetOneServer(t *testing.T, srv tlsServer) {
 				if res.Engine.Discard != "tls" {
 					t.Errorf("engine.discard = %q, want tls", res.Engine.Discard)
 				}
+				if op == lab.OpSet && (res.Engine.Send != "copy" || res.Engine.SendCall != "256KiB") {
+					t.Errorf("engine.send %q, send_call %q over TLS; want copy, 256KiB (plaintext sealed a call)", res.Engine.Send, res.Engine.SendCall)
+				}
 				var sent, recvd uint64
 				for _, p := range res.Phases {
 					sent += p.WireSent

@@ -184,9 +184,18 @@ func TestMGetOneWrongKeyIsOneError(t *testing.T) {
 							}
 						}()
 					} else {
+						// 3 s, so a freeze of the loaded machine cannot
+						// hold the window wholly (in a 400 ms one make
+						// test once saw no reply, hence no error, and a
+						// completed run); one MGET at a time, as MGET is
+						// closed loop only and the count is per reply.
+						w.Duration, w.Connections, w.Pipeline = lab.Duration(3*time.Second), 1, 1
 						tamper()
 					}
 					res, err := engine.Run(ctx, w, engine.Options{})
+					if res == nil {
+						t.Fatalf("run: %v", err)
+					}
 					calls := cmdCalls(labtest.Info(t, srv.Addr, "commandstats"), "mget") - cmdCalls(before, "mget")
 					if err == nil || res.Stop.Reason != lab.StopErrors {
 						t.Fatalf("stop %+v, err %v", res.Stop, err)
